@@ -1,0 +1,56 @@
+import codecs
+import random
+
+import pytest
+
+from pipeline.ingest.encoding import EncodingError, detect_encoding, read_text
+
+ZH = "主轴过热报警 SP9001，检查冷却风扇；更换X轴编码器电缆后恢复。"
+EN = "SV0401 V READY OFF on X axis; replaced the amplifier fan."
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"", "utf-8"),
+        (EN.encode("ascii"), "utf-8"),
+        (ZH.encode("utf-8"), "utf-8"),
+        (codecs.BOM_UTF8 + ZH.encode("utf-8"), "utf-8-sig"),
+        (ZH.encode("utf-16"), "utf-16"),
+        (ZH.encode("gbk"), "gbk"),
+        # € and ‰ exist in GB18030 but not in GBK
+        ((ZH + " 单价 €12 损耗 3‰").encode("gb18030"), "gb18030"),
+    ],
+)
+def test_detects_common_encodings(data: bytes, expected: str) -> None:
+    assert detect_encoding(data) == expected
+    assert data.decode(expected) in ("", EN, ZH, ZH + " 单价 €12 损耗 3‰")
+
+
+def test_gbk_text_is_not_mistaken_for_utf8() -> None:
+    data = "报警号,报警信息\nSV0401,伺服V就绪信号关闭\n".encode("gbk")
+    with pytest.raises(UnicodeDecodeError):
+        data.decode("utf-8")
+    assert detect_encoding(data) == "gbk"
+
+
+def test_undecodable_bytes_name_the_file(tmp_path) -> None:
+    rng = random.Random(7)
+    noise = bytes(rng.randrange(256) for _ in range(4000))
+    with pytest.raises(EncodingError, match=r"VMC-03_alarm\.bin: cannot decode"):
+        detect_encoding(noise, "VMC-03_alarm.bin")
+    path = tmp_path / "VMC-03_alarm.bin"
+    path.write_bytes(noise)
+    with pytest.raises(EncodingError, match="VMC-03_alarm.bin"):
+        read_text(path)
+
+
+def test_read_text_detects_and_honours_configured_encoding(tmp_path) -> None:
+    path = tmp_path / "history.txt"
+    path.write_bytes(ZH.encode("gbk"))
+    assert read_text(path) == (ZH, "gbk")
+    assert read_text(path, "gb18030") == (ZH, "gb18030")
+    with pytest.raises(EncodingError, match=r"history\.txt: byte 0 is not valid utf-8"):
+        read_text(path, "utf-8")
+    with pytest.raises(EncodingError, match="unknown encoding 'klingon'"):
+        read_text(path, "klingon")
