@@ -1,0 +1,366 @@
+"""Read work-order exports (CSV, XLSX, JSON, JSONL) onto the record fields, with lineage.
+
+A file is decoded with its detected (or configured) encoding, its headers are mapped onto
+the fields of `schemas.records.WORKORDER_FIELDS` by configuration or by the built-in alias
+table, and every row gets its source file, physical line and a stable `record_id`. Rows that
+cannot be parsed are quarantined with their line; a file that cannot be read at all raises
+`IngestError` naming it.
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import hashlib
+import io
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.ingest.encoding import EncodingError, detect_encoding
+from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
+from schemas.ingest import BUILTIN_HEADER_ALIASES, IngestConfig, SourceMapping
+from schemas.records import INGESTED_SCHEMA, WORKORDER_FIELDS
+
+STAGE = "ingest"
+SOURCE_KIND = "workorder"
+_CONTENT_FIELDS = ("symptom", "cause", "action")
+_HEADER_NOISE = re.compile(r"[\s_\-./()（）:：#*]+")
+
+
+class IngestError(Exception):
+    """A file that cannot be read; the message names the file (and the line, where known)."""
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """What one file gave: its records and quarantined rows, and the facts the manifest keeps."""
+
+    result: StageResult
+    path: str
+    bytes: int
+    sha256: str
+    encoding: str
+    rows: int
+
+
+def discover_files(root: Path, cfg: IngestConfig) -> list[Path]:
+    """Input files under `root` (or `root` itself), sorted, honouring include/exclude globs."""
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise IngestError(f"{root}: input path does not exist")
+    found = {p for pattern in cfg.include for p in root.glob(pattern) if p.is_file()}
+    return sorted(
+        p
+        for p in found
+        if not any(fnmatch.fnmatch(p.relative_to(root).as_posix(), x) for x in cfg.exclude)
+    )
+
+
+def source_for(rel_path: str, cfg: IngestConfig) -> SourceMapping:
+    """The first configured source whose pattern matches, else a default mapping."""
+    for source in cfg.sources:
+        if fnmatch.fnmatch(rel_path, source.pattern) or fnmatch.fnmatch(
+            Path(rel_path).name, source.pattern
+        ):
+            return source
+    return SourceMapping(pattern="*")
+
+
+def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
+    """Read one export. Raises IngestError for a file that cannot be read at all."""
+    rel = path.name if root.is_file() else path.relative_to(root).as_posix()
+    source = source_for(rel, cfg)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise IngestError(f"{path}: cannot read: {exc.strerror}") from exc
+    fmt = _format_of(path, source)
+    if fmt == "xlsx":
+        encoding = "binary"
+        raw, lines, bad = _read_xlsx(path, source), None, []
+    else:
+        try:
+            encoding = detect_encoding(data, path) if source.encoding == "auto" else source.encoding
+        except EncodingError as exc:
+            raise IngestError(str(exc)) from None
+        try:
+            text = data.decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise IngestError(f"{path}: cannot decode as {encoding}: {exc}") from exc
+        if fmt == "csv":
+            raw, lines, bad = _read_csv(text, source, path)
+        elif fmt == "jsonl":
+            raw, lines, bad = _read_jsonl(text, path)
+        else:
+            raw, lines, bad = _read_json(text, path)
+    if lines is None:  # spreadsheets: header on row 1
+        lines = list(range(2, raw.height + 2))
+
+    records = _map_fields(raw, source, cfg, path)
+    records = _with_lineage(records, raw, rel, lines)
+    rejected = _quarantine(bad, rel)
+    result = stage_result(records, rejected, read=records.height + rejected.height)
+    return FileRead(
+        result=result,
+        path=rel,
+        bytes=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        encoding=encoding,
+        rows=records.height + rejected.height,
+    )
+
+
+def _format_of(path: Path, source: SourceMapping) -> str:
+    if source.format != "auto":
+        return source.format
+    suffix = path.suffix.lower()
+    if suffix in {".xlsx", ".xlsm", ".xls"}:
+        return "xlsx"
+    if suffix == ".jsonl":
+        return "jsonl"
+    if suffix == ".json":
+        return "json"
+    return "csv"
+
+
+# A quarantined row: physical line, problem, raw fields.
+_BadRow = tuple[int, str, list[str]]
+
+
+def _read_csv(
+    text: str, source: SourceMapping, path: Path
+) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
+    """Parse with the csv module (quoted newlines and commas), keeping each row's first line."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=source.delimiter)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise IngestError(f"{path}: empty file, no header row") from None
+    except csv.Error as exc:
+        raise IngestError(f"{path}:1: cannot parse header: {exc}") from None
+    width = len(header)
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    bad: list[_BadRow] = []
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            bad.append((start, f"unparseable CSV: {exc}", []))
+            continue
+        if not row:
+            continue  # a blank physical line is not a record
+        if len(row) != width:
+            bad.append((start, f"expected {width} fields, found {len(row)}", row))
+            continue
+        rows.append(row)
+        lines.append(start)
+    names = _unique_headers(header)
+    frame = pl.DataFrame(
+        {name: [r[i] for r in rows] for i, name in enumerate(names)},
+        schema={name: pl.String for name in names},
+    )
+    return frame, lines, bad
+
+
+def _read_xlsx(path: Path, source: SourceMapping) -> pl.DataFrame:
+    sheet = (
+        {"sheet_name": source.sheet}
+        if isinstance(source.sheet, str)
+        else {"sheet_id": source.sheet + 1}
+    )
+    try:
+        frame = pl.read_excel(
+            path,
+            **sheet,
+            engine="calamine",
+            read_options={"dtypes": "string"},
+            drop_empty_rows=False,
+            infer_schema_length=0,
+        )
+    except Exception as exc:  # calamine/fastexcel raise their own types
+        raise IngestError(f"{path}: cannot read spreadsheet: {exc}") from exc
+    frame = frame.rename(dict(zip(frame.columns, _unique_headers(frame.columns), strict=True)))
+    return frame.select(pl.all().cast(pl.String))
+
+
+def _read_json(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
+    """A JSON array of objects; the row number is the element's 1-based position."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise IngestError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(data, list):
+        raise IngestError(f"{path}: expected a JSON array of records, found {type(data).__name__}")
+    good = [(i + 1, obj) for i, obj in enumerate(data) if isinstance(obj, dict)]
+    bad = [
+        (i + 1, "element is not an object", [json.dumps(o)])
+        for i, o in enumerate(data)
+        if not isinstance(o, dict)
+    ]
+    return _frame_from_objects([o for _, o in good]), [n for n, _ in good], bad
+
+
+def _read_jsonl(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
+    objects, lines, bad = [], [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            bad.append((number, f"invalid JSON: {exc.msg}", [line]))
+            continue
+        if not isinstance(obj, dict):
+            bad.append((number, "line is not a JSON object", [line]))
+            continue
+        objects.append(obj)
+        lines.append(number)
+    return _frame_from_objects(objects), lines, bad
+
+
+def _frame_from_objects(objects: list[dict]) -> pl.DataFrame:
+    """Top-level scalar values as strings; nested values as their JSON text."""
+    keys = list(dict.fromkeys(k for obj in objects for k in obj))
+
+    def text(value: object) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        return json.dumps(value, ensure_ascii=False)
+
+    return pl.DataFrame(
+        {k: [text(obj.get(k)) for obj in objects] for k in keys},
+        schema={k: pl.String for k in keys},
+    )
+
+
+def _unique_headers(header: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    names = []
+    for i, name in enumerate(header):
+        name = name.strip() or f"column_{i + 1}"
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        names.append(name if count == 0 else f"{name}_{count + 1}")
+    return names
+
+
+def header_key(name: str) -> str:
+    """Header comparison key: NFKC, lower case, no spaces or punctuation."""
+    return _HEADER_NOISE.sub("", unicodedata.normalize("NFKC", name).lower().lstrip("\ufeff"))
+
+
+def resolve_columns(
+    headers: list[str], source: SourceMapping, cfg: IngestConfig, path: Path
+) -> dict[str, list[str]]:
+    """Field -> source headers: the explicit mapping first, then the alias table."""
+    mapping: dict[str, list[str]] = {}
+    for field, spec in source.columns.items():
+        wanted = [spec] if isinstance(spec, str) else list(spec)
+        missing = [h for h in wanted if h not in headers]
+        if missing:
+            raise IngestError(
+                f"{path}: configured column(s) {missing} for field '{field}' not in the file; "
+                f"headers are {headers}"
+            )
+        mapping[field] = wanted
+    if source.use_builtin_headers:
+        by_key = {header_key(h): h for h in reversed(headers)}
+        taken = {h for hs in mapping.values() for h in hs}
+        for field in WORKORDER_FIELDS:
+            if field in mapping:
+                continue
+            aliases = BUILTIN_HEADER_ALIASES[field] + cfg.header_aliases.get(field, [])
+            for alias in aliases:
+                header = by_key.get(header_key(alias))
+                if header is not None and header not in taken:
+                    mapping[field] = [header]
+                    taken.add(header)
+                    break
+    if not any(f in mapping for f in _CONTENT_FIELDS):
+        raise IngestError(
+            f"{path}: no column recognized as symptom, cause or action; headers are {headers}. "
+            'Map them with an [[ingest.sources]] entry (columns = {symptom = "..."}).'
+        )
+    return mapping
+
+
+def _map_fields(
+    raw: pl.DataFrame, source: SourceMapping, cfg: IngestConfig, path: Path
+) -> pl.DataFrame:
+    mapping = resolve_columns(raw.columns, source, cfg, path)
+
+    def blank_to_null(header: str) -> pl.Expr:
+        text = pl.col(header).str.strip_chars()
+        return pl.when(text.str.len_chars() > 0).then(text)
+
+    exprs = []
+    for field in WORKORDER_FIELDS:
+        headers = mapping.get(field)
+        if not headers:
+            expr = pl.lit(None, dtype=pl.String)
+        elif len(headers) == 1:
+            expr = blank_to_null(headers[0])
+        else:
+            joined = pl.concat_str(
+                [blank_to_null(h) for h in headers], separator=source.join_with, ignore_nulls=True
+            )
+            expr = pl.when(joined.str.len_chars() > 0).then(joined)
+        if field in source.fill_down:
+            expr = expr.forward_fill()
+        exprs.append(expr.alias(field))
+    return raw.select(exprs)
+
+
+def _with_lineage(
+    records: pl.DataFrame, raw: pl.DataFrame, rel: str, lines: list[int]
+) -> pl.DataFrame:
+    """Add source_kind, source_file, source_row and a record_id stable across runs."""
+    raw_text = (
+        raw.select(pl.concat_str(pl.all().fill_null(""), separator="\x1f")).to_series()
+        if raw.width
+        else pl.Series([""] * raw.height)
+    )
+    ids = [
+        stable_id(SOURCE_KIND, rel, line, text)
+        for line, text in zip(lines, raw_text.to_list(), strict=True)
+    ]
+    out = records.with_columns(
+        pl.Series("record_id", ids, dtype=pl.String),
+        pl.lit(SOURCE_KIND).alias("source_kind"),
+        pl.lit(rel).alias("source_file"),
+        pl.Series("source_row", lines, dtype=pl.Int64),
+    )
+    return out.select([pl.col(c).cast(t) for c, t in INGESTED_SCHEMA.items()])
+
+
+def stable_id(kind: str, rel: str, row: int, raw: str) -> str:
+    """16 hex digits of BLAKE2b over kind, file, row and raw content."""
+    key = f"{kind}\x1e{rel}\x1e{row}\x1e{raw}".encode()
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def _quarantine(bad: list[_BadRow], rel: str) -> pl.DataFrame:
+    if not bad:
+        return empty_rejects()
+    frame = pl.DataFrame(
+        {
+            "record_id": [stable_id(SOURCE_KIND, rel, n, "\x1f".join(f)) for n, _, f in bad],
+            "source_kind": [SOURCE_KIND] * len(bad),
+            "source_file": [rel] * len(bad),
+            "source_row": [n for n, _, _ in bad],
+            "raw_fields": [f for _, _, f in bad],
+            "_detail": [f"{rel}:{n}: {msg}" for n, msg, _ in bad],
+        },
+        schema_overrides={"source_row": pl.Int64, "raw_fields": pl.List(pl.String)},
+    )
+    return make_rejects(frame, STAGE, "malformed_row", detail=pl.col("_detail"))

@@ -1,0 +1,192 @@
+"""Write a snapshot into a staging directory and publish it atomically.
+
+Layout (DESIGN.md): `<out>/LATEST` names the current snapshot directory under
+`<out>/snapshots/`. A snapshot is written under `<out>/snapshots/.staging-<id>`, renamed into
+place when complete, and only then does LATEST move (write-then-rename). A reader therefore sees
+the previous complete snapshot or the new complete one; a killed run leaves only a staging
+directory, which the next publish removes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from schemas.manifest import Manifest, OutputFile
+from schemas.publish import PublishConfig
+
+STAGING_PREFIX = ".staging-"
+
+
+class SnapshotWriter:
+    """Collects a snapshot in staging; `commit` publishes it, an exception discards it."""
+
+    def __init__(self, out: Path, cfg: PublishConfig, snapshot_id: str | None = None) -> None:
+        self.out = Path(out)
+        self.cfg = cfg
+        self.snapshot_id = snapshot_id or new_snapshot_id()
+        self.snapshots = self.out / "snapshots"
+        self.staging = self.snapshots / f"{STAGING_PREFIX}{self.snapshot_id}"
+        self.outputs: list[OutputFile] = []
+
+    def __enter__(self) -> SnapshotWriter:
+        self.snapshots.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(self.out)
+        self.staging.mkdir()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.staging.exists():
+            shutil.rmtree(self.staging)
+
+    def write_table(
+        self, name: str, df: pl.DataFrame, schema: pa.Schema, partition_by: str | None = None
+    ) -> list[OutputFile]:
+        """Size-capped Parquet shards under `name/` (or `name/<col>=<value>/` per partition)."""
+        groups = (
+            [
+                (f"{name}/{partition_by}={key}", part)
+                for (key,), part in df.sort(partition_by, maintain_order=True).group_by(
+                    partition_by, maintain_order=True
+                )
+            ]
+            if partition_by
+            else [(name, df)]
+        )
+        written = []
+        for rel_dir, part in groups:
+            written += self._write_shards(rel_dir, part, schema)
+        return written
+
+    def _write_shards(self, rel_dir: str, df: pl.DataFrame, schema: pa.Schema) -> list[OutputFile]:
+        target = self.staging / rel_dir
+        target.mkdir(parents=True, exist_ok=True)
+        per_row = df.estimated_size() / max(df.height, 1)
+        rows_per_shard = max(
+            1,
+            min(
+                self.cfg.max_rows_per_shard,
+                math.floor(self.cfg.max_bytes_per_shard / max(per_row, 1)),
+            ),
+        )
+        n_shards = max(1, math.ceil(df.height / rows_per_shard))
+        table = df.select(schema.names).to_arrow().cast(schema)
+        files = []
+        for i in range(n_shards):
+            path = target / f"part-{i:05d}.parquet"
+            pq.write_table(
+                table.slice(i * rows_per_shard, rows_per_shard),
+                path,
+                compression=self.cfg.compression,
+            )
+            files.append(
+                self._record(path, rows=min(rows_per_shard, df.height - i * rows_per_shard))
+            )
+        return files
+
+    def write_json(self, name: str, obj: object) -> OutputFile:
+        path = self.staging / name
+        path.write_text(
+            json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        return self._record(path, rows=0)
+
+    def write_text(self, name: str, text: str) -> OutputFile:
+        path = self.staging / name
+        path.write_text(text, encoding="utf-8")
+        return self._record(path, rows=0)
+
+    def _record(self, path: Path, rows: int) -> OutputFile:
+        data = path.read_bytes()
+        entry = OutputFile(
+            path=path.relative_to(self.staging).as_posix(),
+            rows=rows,
+            bytes=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+        )
+        self.outputs.append(entry)
+        return entry
+
+    def commit(self, manifest: Manifest) -> Path:
+        """Write the manifest, move the snapshot into place, then point LATEST at it."""
+        manifest_path = self.staging / "manifest.json"
+        manifest_path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        _fsync_tree(self.staging)
+        final = self.snapshots / self.snapshot_id
+        os.rename(self.staging, final)
+        _fsync_dir(self.snapshots)
+        set_latest(self.out, self.snapshot_id)
+        prune_snapshots(self.out, self.cfg.keep_snapshots)
+        return final
+
+
+def new_snapshot_id() -> str:
+    """Sortable, unique enough: UTC time to the microsecond."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def set_latest(out: Path, snapshot_id: str) -> None:
+    """Replace LATEST atomically (write a temporary file, fsync, rename over)."""
+    tmp = out / f".LATEST.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(snapshot_id + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, out / "LATEST")
+    _fsync_dir(out)
+
+
+def latest_snapshot(out: Path) -> Path | None:
+    """The directory LATEST points at, or None before the first publish."""
+    latest = Path(out) / "LATEST"
+    if not latest.exists():
+        return None
+    return Path(out) / "snapshots" / latest.read_text(encoding="utf-8").strip()
+
+
+def remove_stale_staging(out: Path) -> None:
+    for path in (Path(out) / "snapshots").glob(f"{STAGING_PREFIX}*"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def prune_snapshots(out: Path, keep: int) -> None:
+    """Remove the oldest published snapshots beyond `keep`, never the one LATEST names."""
+    current = latest_snapshot(out)
+    published = sorted(
+        p for p in (Path(out) / "snapshots").iterdir() if p.is_dir() and not p.name.startswith(".")
+    )
+    for path in published[:-keep]:
+        if current is None or path.name != current.name:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _fsync_tree(root: Path) -> None:
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            with open(path, "rb") as fh:
+                os.fsync(fh.fileno())
+    for path in sorted({p.parent for p in root.rglob("*")} | {root}):
+        _fsync_dir(path)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,83 @@
+"""The snapshot manifest and the small records that flows pass between tasks."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+
+class InputFile(BaseModel):
+    path: str
+    source_kind: str
+    bytes: int
+    sha256: str
+    encoding: str
+    rows: int
+
+
+class StageCounts(BaseModel):
+    """Rows one stage read, kept and rejected; `by_reason` splits the rejected rows."""
+
+    read: int
+    kept: int
+    rejected: int
+    by_reason: dict[str, int] = {}
+    other: dict[str, int] = {}
+
+    @model_validator(mode="after")
+    def _adds_up(self) -> StageCounts:
+        if self.read != self.kept + self.rejected or sum(self.by_reason.values()) != self.rejected:
+            raise ValueError(f"counts do not add up: {self.model_dump()}")
+        return self
+
+    @classmethod
+    def from_counters(cls, counters: dict[str, int]) -> StageCounts:
+        by_reason = {
+            k.removeprefix("rejected_"): v for k, v in counters.items() if k.startswith("rejected_")
+        }
+        other = {
+            k: v
+            for k, v in counters.items()
+            if k not in {"read", "kept", "rejected"} and not k.startswith("rejected_")
+        }
+        return cls(
+            read=counters["read"],
+            kept=counters["kept"],
+            rejected=counters["rejected"],
+            by_reason=by_reason,
+            other=other,
+        )
+
+
+class Counts(StageCounts):
+    """Totals over the run (read = rows read from every input) plus the per-stage funnel."""
+
+    stages: dict[str, StageCounts] = {}
+
+
+class OutputFile(BaseModel):
+    path: str
+    rows: int
+    bytes: int
+    sha256: str
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    snapshot_id: str
+    created_at: str
+    flow: str
+    code_version: str
+    config_hash: str
+    inputs: list[InputFile]
+    counts: Counts
+    outputs: list[OutputFile]
+
+
+class StageOutput(BaseModel):
+    """What a flow task hands to the next one: Parquet paths and counters, never frames."""
+
+    stage: str
+    kept: str
+    rejected: str
+    counters: dict[str, int]

@@ -1,0 +1,14 @@
+"""How snapshots are written."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PublishConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_rows_per_shard: int = Field(200_000, gt=0)
+    max_bytes_per_shard: int = Field(256 * 1024 * 1024, gt=0, description="in-memory estimate")
+    compression: str = "zstd"
+    keep_snapshots: int = Field(5, ge=1, description="published snapshots kept; older ones pruned")
