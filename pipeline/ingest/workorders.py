@@ -306,17 +306,19 @@ def _map_fields(
     exprs = []
     for field in WORKORDER_FIELDS:
         headers = mapping.get(field)
-        if not headers:
+        # Fill-down works per source column, before joining: in a merged-cell export each
+        # column's blank cell repeats that column's value above.
+        parts = [
+            blank_to_null(h).forward_fill() if field in source.fill_down else blank_to_null(h)
+            for h in headers or []
+        ]
+        if not parts:
             expr = pl.lit(None, dtype=pl.String)
-        elif len(headers) == 1:
-            expr = blank_to_null(headers[0])
+        elif len(parts) == 1:
+            expr = parts[0]
         else:
-            joined = pl.concat_str(
-                [blank_to_null(h) for h in headers], separator=source.join_with, ignore_nulls=True
-            )
+            joined = pl.concat_str(parts, separator=source.join_with, ignore_nulls=True)
             expr = pl.when(joined.str.len_chars() > 0).then(joined)
-        if field in source.fill_down:
-            expr = expr.forward_fill()
         exprs.append(expr.alias(field))
     return raw.select(exprs)
 

@@ -1,0 +1,229 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.ingest.workorders import (
+    IngestError,
+    discover_files,
+    read_workorder_file,
+    resolve_columns,
+)
+from schemas.config import load_config
+from schemas.ingest import IngestConfig, SourceMapping
+
+ZH_HEADER = (
+    "工单号,设备编号,机床型号,报修时间,故障现象,原因分析,处理措施,预防措施,维修人员,状态,备注\n"
+)
+ZH_ROWS = (
+    "WO-2024-0101,VMC-03,FANUC 0i-MF,2024-03-15 08:30,"
+    '"X轴移动时报警SV0401,\n伺服准备未完成",伺服放大器电源模块损坏,更换A06B-6117-H105放大器,'
+    "定期检查电柜散热,张伟,已完成,\n"
+    "WO-2024-0102,CK6150-02,SINUMERIK 828D,2024-03-16 10:00,主轴异响,轴承磨损,更换主轴轴承,"
+    "每半年加注润滑脂,李强,已完成,客户电话13812345678\n"
+)
+
+
+def write(path: Path, text: str, encoding: str) -> Path:
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+def read(path: Path, cfg: IngestConfig | None = None):
+    return read_workorder_file(path, path.parent, cfg or IngestConfig())
+
+
+@pytest.mark.parametrize(
+    ("encoding", "expected"),
+    [("gbk", "gbk"), ("utf-8", "utf-8"), ("utf-8-sig", "utf-8-sig")],
+)
+def test_chinese_export_decoded_and_encoding_recorded(tmp_path, encoding, expected):
+    got = read(write(tmp_path / "工单.csv", ZH_HEADER + ZH_ROWS, encoding))
+    assert got.encoding == expected
+    kept = got.result.kept
+    assert kept.height == 2
+    first = kept.row(0, named=True)
+    assert first["order_id"] == "WO-2024-0101"
+    assert first["symptom"] == "X轴移动时报警SV0401,\n伺服准备未完成"  # quoted comma and newline
+    assert first["cause"] == "伺服放大器电源模块损坏"
+    assert first["technician"] == "张伟"
+    assert first["remarks"] is None  # blank cell -> null
+
+
+def test_gb18030_only_characters_detected_as_gb18030(tmp_path):
+    # 𠀀 (U+20000) and the euro sign exist in GB18030 but not in GBK.
+    text = ZH_HEADER + ZH_ROWS.replace("客户电话13812345678", "零件号𠀀-7 价格€120")
+    got = read(write(tmp_path / "extra.csv", text, "gb18030"))
+    assert got.encoding == "gb18030"
+    assert "𠀀" in got.result.kept["remarks"][1]
+
+
+def test_quoted_newline_keeps_physical_line_numbers(tmp_path):
+    got = read(write(tmp_path / "a.csv", ZH_HEADER + ZH_ROWS, "utf-8"))
+    # Row 1 starts on line 2 and spans two lines, so row 2 starts on line 4.
+    assert got.result.kept["source_row"].to_list() == [2, 4]
+    assert got.result.kept["source_file"].unique().to_list() == ["a.csv"]
+
+
+def test_malformed_row_quarantined_with_line(tmp_path):
+    bad = "WO-2024-0103,VMC-04,FANUC,2024-03-17,only four fields\n"
+    got = read(write(tmp_path / "a.csv", ZH_HEADER + ZH_ROWS + bad, "gbk"))
+    assert got.result.kept.height == 2
+    rejected = got.result.rejected.row(0, named=True)
+    assert rejected["reason"] == "malformed_row"
+    assert rejected["source_row"] == 5
+    assert rejected["detail"] == "a.csv:5: expected 11 fields, found 5"
+    assert "only four fields" in rejected["payload"]
+    assert got.result.counters == {"read": 3, "kept": 2, "rejected": 1, "rejected_malformed_row": 1}
+
+
+def test_record_id_stable_and_distinct(tmp_path):
+    path = write(tmp_path / "a.csv", ZH_HEADER + ZH_ROWS, "utf-8")
+    first = read(path).result.kept["record_id"].to_list()
+    again = read(path).result.kept["record_id"].to_list()
+    assert first == again
+    assert len(set(first)) == 2
+
+
+def test_english_headers_recognized_without_configuration(tmp_path):
+    text = (
+        "Order No,Asset,Machine Model,Reported At,Problem Description,Root Cause,"
+        "Corrective Action,Preventive Action,Technician,Status,Remarks\n"
+        "SO-881,HMC-2,Haas VF-2,2024-04-02,Spindle alarm 108 at 8000 rpm,"
+        "Spindle drive overheated: fan clogged,Cleaned fan and filter,Monthly fan check,"
+        "J. Miller,Closed,\n"
+    )
+    row = read(write(tmp_path / "en.csv", text, "utf-8-sig")).result.kept.row(0, named=True)
+    assert row["symptom"] == "Spindle alarm 108 at 8000 rpm"
+    assert row["cause"] == "Spindle drive overheated: fan clogged"
+    assert row["action"] == "Cleaned fan and filter"
+    assert row["prevention"] == "Monthly fan check"
+    assert row["machine_model"] == "Haas VF-2"
+
+
+def test_explicit_mapping_joins_columns_and_fills_down(tmp_path):
+    text = (
+        "Component,Failure Mode,Effect,Cause,Recommended Action\n"
+        "Spindle,Bearing noise,Poor finish,Lubrication starved,Re-grease bearings\n"
+        ",,,Contaminated coolant,Replace coolant seals\n"
+    )
+    cfg = IngestConfig(
+        sources=[
+            SourceMapping(
+                pattern="*.csv",
+                columns={
+                    "asset": "Component",
+                    "symptom": ["Failure Mode", "Effect"],
+                    "cause": "Cause",
+                    "action": "Recommended Action",
+                },
+                fill_down=["asset", "symptom"],
+                use_builtin_headers=False,
+            )
+        ]
+    )
+    kept = read(write(tmp_path / "fmea.csv", text, "utf-8"), cfg).result.kept
+    assert kept["symptom"].to_list() == ["Bearing noise; Poor finish"] * 2
+    assert kept["asset"].to_list() == ["Spindle", "Spindle"]
+    assert kept["cause"].to_list() == ["Lubrication starved", "Contaminated coolant"]
+
+
+def test_configured_column_missing_names_file_and_headers(tmp_path):
+    path = write(tmp_path / "a.csv", ZH_HEADER + ZH_ROWS, "utf-8")
+    cfg = IngestConfig(sources=[SourceMapping(pattern="*", columns={"symptom": "Fault"})])
+    with pytest.raises(IngestError, match=r"a\.csv: configured column\(s\) \['Fault'\]"):
+        read(path, cfg)
+
+
+def test_unrecognizable_file_fails_naming_it(tmp_path):
+    path = write(tmp_path / "prices.csv", "sku,price\nA1,3\n", "utf-8")
+    with pytest.raises(IngestError, match=r"prices\.csv: no column recognized"):
+        read(path)
+
+
+def test_undecodable_file_fails_naming_it(tmp_path):
+    path = tmp_path / "broken.csv"
+    path.write_bytes(b"\x81\x30\xff\xfe\x00\xd8" * 50)
+    with pytest.raises(IngestError, match=r"broken\.csv"):
+        read(path)
+
+
+def test_xlsx_with_merged_cells_filled_down(tmp_path):
+    frame = pl.DataFrame(
+        {
+            "设备编号": ["VMC-07", None, None],
+            "机床型号": ["FANUC 0i-TF", None, None],
+            "故障描述": ["刀库换刀卡刀", "刀库计数错误", "ATC机械手不回原位"],
+            "维修措施": ["调整刀套", "重新设定刀号", "更换接近开关"],
+        }
+    )
+    path = tmp_path / "export.xlsx"
+    frame.write_excel(path)
+    cfg = IngestConfig(
+        sources=[SourceMapping(pattern="*.xlsx", fill_down=["asset", "machine_model"])]
+    )
+    got = read(path, cfg)
+    kept = got.result.kept
+    assert got.encoding == "binary"
+    assert kept["asset"].to_list() == ["VMC-07"] * 3
+    assert kept["machine_model"].to_list() == ["FANUC 0i-TF"] * 3
+    assert kept["action"].to_list() == ["调整刀套", "重新设定刀号", "更换接近开关"]
+    assert kept["source_row"].to_list() == [2, 3, 4]
+
+
+def test_jsonl_bad_line_quarantined(tmp_path):
+    text = (
+        '{"text": "hydraulic pump leaking at shaft seal"}\n'
+        "{not json\n"
+        '{"text": "replace coolant filter"}\n'
+    )
+    cfg = IngestConfig(sources=[SourceMapping(pattern="*.jsonl", columns={"symptom": "text"})])
+    got = read(write(tmp_path / "mwo.jsonl", text, "utf-8"), cfg)
+    assert got.result.kept["source_row"].to_list() == [1, 3]
+    assert got.result.rejected["source_row"].to_list() == [2]
+
+
+def test_discover_files_sorted_and_filtered(tmp_path):
+    for name in ["b.csv", "a.csv", "notes.txt", "sub/c.xlsx"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    cfg = IngestConfig(exclude=["sub/*"])
+    assert [p.name for p in discover_files(tmp_path, cfg)] == ["a.csv", "b.csv"]
+
+
+def test_alias_matching_ignores_case_spaces_and_punctuation(tmp_path):
+    mapping = resolve_columns(
+        ["CORRECTIVE_ACTION", "Problem  Description", "故障原因"],
+        SourceMapping(pattern="*"),
+        IngestConfig(),
+        tmp_path / "x.csv",
+    )
+    assert mapping == {
+        "action": ["CORRECTIVE_ACTION"],
+        "symptom": ["Problem  Description"],
+        "cause": ["故障原因"],
+    }
+
+
+def test_fmea_sheet_through_configuration_alone(external, repo):
+    """The real mining FMEA sheet: blank cells mean 'same as above'; mapped by a config file."""
+    cfg = load_config(repo / "sample_data" / "configs" / "uwa_fmea.toml")
+    path = external / "uwa-fmea-mining" / "fmea_dataset_combined.csv"
+    got = read_workorder_file(path, path.parent, cfg.ingest)
+    kept = got.result.kept
+    assert got.encoding == "utf-8-sig"
+    assert got.rows == 330
+    assert kept["asset"].null_count() == 0  # filled down
+    second = kept.row(1, named=True)
+    assert second["asset"].startswith("Power Unit / Fuel System / Fuel Tank")
+    assert second["cause"] == "Physical impact to tank"
+
+
+def test_maintie_texts_through_configuration_alone(external, repo):
+    cfg = load_config(repo / "sample_data" / "configs" / "uwa_maintie.toml")
+    path = external / "uwa-maintie" / "gold_release.json"
+    got = read_workorder_file(path, path.parent, cfg.ingest)
+    assert got.rows == 1076
+    assert got.result.kept["symptom"][0] == "<id> air conditioner thermostat not working"
