@@ -1,0 +1,475 @@
+"""Dedup stage: exact duplicates by a hash of normalized content, near duplicates by MinHash LSH.
+
+Pipeline, all columnar:
+
+1. Normalize the four parts (NFKC, lower case, whitespace, punctuation and control
+   characters removed; letters, digits and symbols such as alarm codes are kept),
+   in batches of `batch_size` records.
+2. Stable 64-bit content hash per record; records with equal hashes are exact
+   duplicates and share one MinHash signature (computed once, for the first).
+3. MinHash signatures of character shingles, computed in numpy with datasketch's
+   permutations: `signatures(...)[i]` equals `MinHash.bulk(...)[i].hashvalues` for
+   the same shingle hashes, seed, `num_perm` and scheme.
+4. LSH: band hashes, polars group_by on (band, band_hash) to candidate pairs,
+   verified by signature agreement >= `threshold` and by the alarm-code guard
+   (two records whose alarm-code sets are both non-empty and differ are kept apart).
+5. Connected components over the verified pairs (vectorized union-find); in each
+   cluster the most complete record is kept, the others are rejected with the
+   record_id they duplicate. Records of a previously published index are never
+   rejected; new records in their clusters are rejected against them.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import polars as pl
+from datasketch import MinHash
+
+from pipeline.stage import StageResult, make_rejects, stage_result
+from schemas.dedup import DedupConfig, index_schema
+
+STAGE = "dedup"
+CONTENT_PARTS: tuple[str, ...] = ("symptom", "cause", "action", "prevention")
+_PART_SEP = "\x1f"  # joins normalized parts; never inside a part (control characters removed)
+_STRIP = r"[\s\p{P}\p{C}]"
+
+_U64 = np.uint64
+_MERSENNE = _U64((1 << 61) - 1)
+_MASK32 = _U64(0xFFFFFFFF)
+_MIX = _U64(0x9E3779B97F4A7C15)
+_MIX2 = _U64(0xC2B2AE3D27D4EB4F)
+_SHINGLE_SEED = _U64(0xCBF29CE484222325)
+_SHINGLE_PRIME = _U64(0x100000001B3)
+_CHUNK_SHINGLES = 4096
+
+
+def normalized_text(column: str) -> pl.Expr:
+    """NFKC, lower case, whitespace/punctuation/control characters removed; null -> ''."""
+    return (
+        pl.col(column)
+        .fill_null("")
+        .str.normalize("NFKC")
+        .str.to_lowercase()
+        .str.replace_all(_STRIP, "")
+    )
+
+
+# ---------------------------------------------------------------- hashing primitives
+
+
+def _fmix64(x: np.ndarray) -> np.ndarray:
+    """MurmurHash3 64-bit finalizer (a bijection); fmix64(0) == 0."""
+    x = x ^ (x >> _U64(33))
+    x *= _U64(0xFF51AFD7ED558CCD)
+    x ^= x >> _U64(33)
+    x *= _U64(0xC4CEB9FE1A85EC53)
+    x ^= x >> _U64(33)
+    return x
+
+
+def _fmix32(x: np.ndarray) -> np.ndarray:
+    """MurmurHash3 32-bit finalizer, as datasketch applies it before affine32 permutations."""
+    x = x ^ (x >> np.uint32(16))
+    x *= np.uint32(0x85EBCA6B)
+    x ^= x >> np.uint32(13)
+    x *= np.uint32(0xC2B2AE35)
+    x ^= x >> np.uint32(16)
+    return x
+
+
+def _codepoints(texts: pl.Series, pad: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Concatenate `texts`, each followed by `pad` NULs, as uint64 code points.
+
+    Returns (code points, start of each text, length of each text in characters).
+    """
+    lengths = texts.str.len_chars().to_numpy().astype(np.int64)
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1] + pad, out=starts[1:])
+    joined = (texts + "\0" * pad).str.join("").item() if pad else texts.str.join("").item()
+    cps = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    return cps, starts, lengths
+
+
+def _string_hashes(cps: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Stable 64-bit hash of each text (0 for the empty text), from its code points."""
+    stride = np.diff(np.append(starts, len(cps)))
+    pos = np.arange(len(cps), dtype=np.int64) - np.repeat(starts, stride)
+    elem = _fmix64(((pos.astype(np.uint64) << _U64(21)) | cps) * _MIX + _MIX2)
+    csum = np.zeros(len(cps) + 1, dtype=np.uint64)
+    np.cumsum(elem, out=csum[1:])
+    total = csum[starts + lengths] - csum[starts]
+    return _fmix64(total ^ (lengths.astype(np.uint64) * _MIX))
+
+
+def _shingle_hashes(
+    cps: np.ndarray, starts: np.ndarray, lengths: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """32-bit hashes of the character k-grams of each text, and per-text offsets into them.
+
+    `cps` must hold at least k-1 NULs after every text. A text shorter than k is one
+    shingle (itself, NUL-padded); an empty text has none. The hash of a shingle
+    c_0..c_{k-1} is the high 32 bits of fmix64(FNV-1a-64 over the code points).
+    """
+    n_pos = len(cps) - k + 1
+    h = np.full(n_pos, _SHINGLE_SEED, dtype=np.uint64)
+    for j in range(k):
+        h ^= cps[j : j + n_pos]
+        h *= _SHINGLE_PRIME
+    n_win = np.where(lengths >= k, lengths - k + 1, np.minimum(lengths, 1))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(n_win, out=offsets[1:])
+    idx = np.repeat(starts - offsets[:-1], n_win) + np.arange(offsets[-1], dtype=np.int64)
+    return (_fmix64(h[idx]) >> _U64(32)).astype(np.uint32), offsets
+
+
+# ---------------------------------------------------------------- MinHash signatures
+
+
+def permutations(cfg: DedupConfig) -> tuple[np.ndarray, np.ndarray]:
+    """datasketch's permutation parameters (a, b) for the configured seed, size and scheme."""
+    a, b = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, scheme=cfg.scheme).permutations
+    dtype = np.uint32 if cfg.scheme == "affine32" else np.uint64
+    return a.astype(dtype), b.astype(dtype)
+
+
+def signatures(hashes: np.ndarray, offsets: np.ndarray, cfg: DedupConfig) -> np.ndarray:
+    """MinHash signatures (n_texts × num_perm, uint32) of per-text shingle hashes.
+
+    Text i owns `hashes[offsets[i]:offsets[i+1]]`, which must not be empty. Values equal
+    datasketch's `MinHash(num_perm, seed, scheme, hashfunc=identity).update_batch(hashes)`.
+    """
+    n = len(offsets) - 1
+    if n and np.any(np.diff(offsets) == 0):
+        raise ValueError("every text needs at least one shingle")
+    a, b = permutations(cfg)
+    legacy = cfg.scheme == "legacy"
+    hv = hashes.astype(np.uint64) if legacy else _fmix32(hashes.astype(np.uint32))
+    out = np.empty((n, cfg.num_perm), dtype=np.uint32)
+    cuts = np.searchsorted(offsets, np.arange(_CHUNK_SHINGLES, offsets[-1], _CHUNK_SHINGLES))
+    bounds = np.unique(np.concatenate(([0], cuts, [n])))
+
+    def work(chunks: np.ndarray) -> None:
+        for r0, r1 in chunks:
+            s, e = offsets[r0], offsets[r1]
+            buf = np.multiply(hv[s:e, None], a[None, :])
+            buf += b
+            if legacy:  # x mod (2^61-1) without division, then 32 bits
+                buf = (buf & _MERSENNE) + (buf >> _U64(61))
+                buf -= np.where(buf >= _MERSENNE, _MERSENNE, _U64(0))
+                buf &= _MASK32
+            out[r0:r1] = np.minimum.reduceat(buf, offsets[r0:r1] - s, axis=0)
+
+    chunks = np.stack([bounds[:-1], bounds[1:]], axis=1)
+    if cfg.threads == 1 or len(chunks) < 2:
+        work(chunks)
+    else:
+        with ThreadPoolExecutor(cfg.threads) as pool:
+            list(pool.map(work, [chunks[i :: cfg.threads] for i in range(cfg.threads)]))
+    return out
+
+
+def text_signatures(texts: pl.Series, cfg: DedupConfig) -> np.ndarray:
+    """Signatures of already-normalized, non-empty texts (convenience over the two steps)."""
+    cps, starts, lengths = _codepoints(texts, cfg.shingle_size - 1)
+    hashes, offsets = _shingle_hashes(cps, starts, lengths, cfg.shingle_size)
+    return signatures(hashes, offsets, cfg)
+
+
+def shingle_hashes(texts: pl.Series, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Shingle hashes and offsets of already-normalized texts (see `_shingle_hashes`)."""
+    cps, starts, lengths = _codepoints(texts, k - 1)
+    return _shingle_hashes(cps, starts, lengths, k)
+
+
+def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """One 64-bit hash per (record, band) of `rows` consecutive signature values."""
+    x = sig[:, : bands * rows].reshape(len(sig), bands, rows).astype(np.uint64)
+    h = np.full((len(sig), bands), _SHINGLE_SEED, dtype=np.uint64)
+    for j in range(rows):
+        h ^= x[:, :, j]
+        h *= _SHINGLE_PRIME
+    return _fmix64(h)
+
+
+# ---------------------------------------------------------------- candidate pairs and clusters
+
+
+def _candidate_pairs(bh: np.ndarray, window: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
+    """Node pairs (u < v) sharing a band bucket; only pairs with at least one new node (< n_new)."""
+    n, bands = bh.shape
+    table = pl.DataFrame(
+        {
+            "node": np.repeat(np.arange(n, dtype=np.uint32), bands),
+            "band": np.tile(np.arange(bands, dtype=np.uint16), n),
+            "band_hash": bh.ravel(),
+        }
+    )
+    buckets = (
+        table.group_by("band", "band_hash")
+        .agg(pl.col("node").sort())
+        .filter(pl.col("node").list.len() > 1, pl.col("node").list.first() < n_new)
+        .get_column("node")
+    )
+    if buckets.len() == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    nodes = buckets.explode().to_numpy().astype(np.int64)
+    bucket = np.repeat(np.arange(buckets.len()), buckets.list.len().to_numpy())
+    us, vs = [], []
+    for d in range(1, window + 1):
+        same = bucket[:-d] == bucket[d:]
+        if not same.any():
+            break
+        us.append(nodes[:-d][same])
+        vs.append(nodes[d:][same])
+    u, v = np.concatenate(us), np.concatenate(vs)
+    keep = u < n_new
+    key = np.unique((u[keep].astype(np.uint64) << _U64(32)) | v[keep].astype(np.uint64))
+    return (key >> _U64(32)).astype(np.int64), (key & _MASK32).astype(np.int64)
+
+
+def _agreement(sig: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Share of equal signature values per pair (MinHash estimate of Jaccard)."""
+    out = np.empty(len(u), dtype=np.float64)
+    step = 1 << 15
+    for s in range(0, len(u), step):
+        eq = sig[u[s : s + step]] == sig[v[s : s + step]]
+        out[s : s + step] = np.count_nonzero(eq, axis=1) / sig.shape[1]
+    return out
+
+
+def _components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Connected components of n nodes: each node's label is the smallest node of its component."""
+    labels = np.arange(n, dtype=np.int64)
+    while True:
+        lu, lv = labels[u], labels[v]
+        differ = lu != lv
+        if not differ.any():
+            return labels
+        np.minimum.at(labels, np.maximum(lu, lv)[differ], np.minimum(lu, lv)[differ])
+        while True:
+            jumped = labels[labels]
+            if np.array_equal(jumped, labels):
+                break
+            labels = jumped
+
+
+# ---------------------------------------------------------------- the stage
+
+
+def _features(batch: pl.DataFrame, cfg: DedupConfig) -> dict[str, np.ndarray]:
+    """Content and alarm-code hashes, completeness features and, for new content, signatures."""
+    parts = batch.select(normalized_text(c).alias(c) for c in CONTENT_PARTS)
+    content = parts.select(pl.concat_str(CONTENT_PARTS, separator=_PART_SEP)).to_series()
+    codes_col = (
+        batch.get_column("alarm_codes").list.unique().list.sort().list.join(",").fill_null("")
+        if "alarm_codes" in batch.columns
+        else pl.Series([""] * batch.height)
+    )
+    cps, starts, lengths = _codepoints(content, cfg.shingle_size - 1)
+    ccps, cstarts, clengths = _codepoints(codes_col, 0)
+    lens = parts.select(pl.col(c).str.len_chars() for c in CONTENT_PARTS)
+    return {
+        "cps": cps,
+        "starts": starts,
+        "lengths": lengths,
+        "content_hash": _string_hashes(cps, starts, lengths),
+        "codes_hash": _string_hashes(ccps, cstarts, clengths),
+        "n_parts": lens.select(pl.sum_horizontal(pl.all() > 0)).to_series().to_numpy(),
+        "cause_len": lens.get_column("cause").to_numpy(),
+        "content_len": lens.select(pl.sum_horizontal(pl.all())).to_series().to_numpy(),
+    }
+
+
+def _node_key(content_hash: np.ndarray, codes_hash: np.ndarray) -> np.ndarray:
+    """Identity of a node: normalized content together with its alarm codes."""
+    return _fmix64(content_hash ^ (codes_hash * _MIX2))
+
+
+def _check_index(index: pl.DataFrame, cfg: DedupConfig) -> None:
+    expected = index_schema(cfg.num_perm)
+    problems = [
+        f"{c}: expected {t}, got {index.schema.get(c)}"
+        for c, t in expected.items()
+        if index.schema.get(c) != t
+    ]
+    if problems:
+        raise ValueError("dedup index does not match this configuration: " + "; ".join(problems))
+    keys = index.get_column("sig_key").unique().to_list()
+    if index.height and keys != [cfg.sig_key()]:
+        raise ValueError(
+            f"dedup index was built with {keys}, this configuration needs {cfg.sig_key()!r}; "
+            "rebuild the index or restore the signature settings"
+        )
+
+
+def dedup(
+    df: pl.DataFrame, cfg: DedupConfig, index: pl.DataFrame | None = None
+) -> tuple[StageResult, pl.DataFrame]:
+    """Remove exact and near duplicates; return the stage result and the index of kept records.
+
+    `index` is a published corpus's dedup index (schemas.dedup.index_schema); its records
+    are never rejected, and new records duplicating one are rejected against it. The
+    returned index covers this call's kept, non-empty records only: the published
+    corpus's index is the concatenation of the old and the returned one.
+    """
+    if index is not None:
+        _check_index(index, cfg)
+    n = df.height
+    content_hash = np.empty(n, dtype=np.uint64)
+    codes_hash = np.empty(n, dtype=np.uint64)
+    n_parts = np.empty(n, dtype=np.int64)
+    cause_len = np.empty(n, dtype=np.int64)
+    content_len = np.empty(n, dtype=np.int64)
+    is_rep = np.zeros(n, dtype=bool)
+    seen = np.empty(0, dtype=np.uint64)
+    rep_sigs: list[np.ndarray] = []
+    for lo in range(0, n, cfg.batch_size):
+        f = _features(df.slice(lo, cfg.batch_size), cfg)
+        hi = lo + len(f["lengths"])
+        content_hash[lo:hi] = f["content_hash"]
+        codes_hash[lo:hi] = f["codes_hash"]
+        n_parts[lo:hi] = f["n_parts"]
+        cause_len[lo:hi] = f["cause_len"]
+        content_len[lo:hi] = f["content_len"]
+        key = _node_key(f["content_hash"], f["codes_hash"])
+        first = np.zeros(hi - lo, dtype=bool)
+        first[np.unique(key, return_index=True)[1]] = True
+        rep = first & (f["n_parts"] > 0) & ~np.isin(key, seen)
+        seen = np.union1d(seen, key[rep])
+        is_rep[lo:hi] = rep
+        hashes, offsets = _shingle_hashes(
+            f["cps"], f["starts"][rep], f["lengths"][rep], cfg.shingle_size
+        )
+        rep_sigs.append(signatures(hashes, offsets, cfg))
+
+    # nodes: distinct (content, alarm codes) of the new records, then the old index's records
+    rep_rows = np.flatnonzero(is_rep)
+    n_new = len(rep_rows)
+    old = index if index is not None else pl.DataFrame(schema=index_schema(cfg.num_perm))
+    sig = np.concatenate(
+        [*rep_sigs, old.get_column("signature").to_numpy().reshape(old.height, cfg.num_perm)]
+    ).astype(np.uint32, copy=False)
+    node_codes = np.concatenate([codes_hash[rep_rows], old.get_column("codes_hash").to_numpy()])
+    node_content = np.concatenate(
+        [content_hash[rep_rows], old.get_column("content_hash").to_numpy()]
+    )
+    node_key = _node_key(node_content, node_codes)
+
+    # near-duplicate edges, verified; exact edges to the old index
+    u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)
+    cu, cv = node_codes[u], node_codes[v]
+    ok = ((cu == cv) | (cu == 0) | (cv == 0)) & (_agreement(sig, u, v) >= cfg.threshold)
+    u, v = u[ok], v[ok]
+    near_pairs = len(u)
+    if old.height:
+        exact = (
+            pl.DataFrame({"key": node_key[:n_new], "u": np.arange(n_new)})
+            .join(
+                pl.DataFrame({"key": node_key[n_new:], "v": n_new + np.arange(old.height)}),
+                on="key",
+            )
+            .sort("u", "v")
+        )
+        u = np.concatenate([u, exact.get_column("u").to_numpy()])
+        v = np.concatenate([v, exact.get_column("v").to_numpy()])
+    labels = _components(len(sig), u, v)
+
+    # per record: node -> cluster; pick the most complete member per cluster
+    node_of = pl.DataFrame(
+        {"key": node_key[:n_new], "node": np.arange(n_new), "cluster": labels[:n_new]}
+    )
+    rec = (
+        pl.DataFrame(
+            {
+                "row": np.arange(n),
+                "record_id": df.get_column("record_id"),
+                "key": _node_key(content_hash, codes_hash),
+                "content_hash": content_hash,
+                "n_parts": n_parts,
+                "has_codes": codes_hash != 0,
+                "cause_len": cause_len,
+                "content_len": content_len,
+            }
+        )
+        .filter(pl.col("n_parts") > 0)
+        .join(node_of, on="key", how="left")
+    )
+    old_nodes = pl.DataFrame(
+        {
+            "old_id": old.get_column("record_id"),
+            "content_hash": node_content[n_new:],
+            "cluster": labels[n_new:],
+        }
+    )
+    anchors = old_nodes.group_by("cluster").agg(pl.col("old_id").min().alias("anchor"))
+    exact_old = old_nodes.group_by("cluster", "content_hash").agg(
+        pl.col("old_id").min().alias("exact_old")
+    )
+    rec = (
+        rec.join(anchors, on="cluster", how="left")
+        .join(exact_old, on=["cluster", "content_hash"], how="left")
+        .sort(
+            ["cluster", "n_parts", "has_codes", "cause_len", "content_len", "record_id"],
+            descending=[False, True, True, True, True, False],
+        )
+        .with_columns(
+            pl.col("row").first().over("cluster").alias("best_row"),
+            pl.col("record_id").first().over("cluster").alias("best_id"),
+            pl.col("content_hash").first().over("cluster").alias("best_hash"),
+        )
+    )
+    to_old = pl.col("anchor").is_not_null()
+    decided = rec.select(
+        "row",
+        "node",
+        pl.when(to_old)
+        .then(pl.coalesce("exact_old", "anchor"))
+        .when(pl.col("row") != pl.col("best_row"))
+        .then(pl.col("best_id"))
+        .alias("_duplicate_of"),
+        pl.when(to_old)
+        .then(pl.when(pl.col("exact_old").is_not_null()).then(pl.lit("exact_dup")))
+        .when(pl.col("row") != pl.col("best_row"))
+        .then(pl.when(pl.col("content_hash") == pl.col("best_hash")).then(pl.lit("exact_dup")))
+        .otherwise(pl.lit(None, dtype=pl.String))
+        .alias("_reason"),
+    ).with_columns(
+        pl.when(pl.col("_duplicate_of").is_not_null())
+        .then(pl.col("_reason").fill_null("near_dup"))
+        .alias("_reason")
+    )
+    rejected_rows = decided.filter(pl.col("_reason").is_not_null()).sort("row")
+    kept_rows = decided.filter(pl.col("_reason").is_null()).sort("row")
+
+    is_rejected = np.zeros(n, dtype=bool)
+    is_rejected[rejected_rows.get_column("row").to_numpy()] = True
+    kept = df.filter(pl.Series(~is_rejected))
+    rej_df = df.select(pl.all().gather(rejected_rows.get_column("row"))).with_columns(
+        rejected_rows.get_column("_reason"), rejected_rows.get_column("_duplicate_of")
+    )
+    rejects = make_rejects(
+        rej_df, STAGE, reason=pl.col("_reason"), duplicate_of=pl.col("_duplicate_of")
+    )
+
+    kept_nodes = kept_rows.get_column("node").to_numpy()
+    new_index = pl.DataFrame(
+        {
+            "record_id": df.get_column("record_id")[kept_rows.get_column("row").to_numpy()],
+            "sig_key": pl.Series([cfg.sig_key()] * len(kept_nodes), dtype=pl.String),
+            "content_hash": node_content[kept_nodes],
+            "codes_hash": node_codes[kept_nodes],
+            "signature": sig[kept_nodes],
+        },
+        schema=index_schema(cfg.num_perm),
+    )
+    result = stage_result(
+        kept,
+        rejects,
+        read=n,
+        empty_content=int(n - rec.height),
+        candidate_pairs=int(len(ok)),
+        verified_pairs=int(near_pairs),
+    )
+    return result, new_index
