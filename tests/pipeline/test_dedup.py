@@ -1,0 +1,290 @@
+"""Dedup stage: exact and near duplicates, alarm-code guard, kept member, incremental index."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import polars as pl
+import pytest
+from datasketch import LeanMinHash, MinHash
+from pydantic import ValidationError
+
+from pipeline.dedup import dedup, shingle_hashes, signatures
+from schemas.dedup import DedupConfig, index_schema
+from schemas.records import REJECT_SCHEMA
+
+ZH = {
+    "symptom": "加工中心主轴在3000转以上运转时出现明显异响，主轴箱温度半小时内升高到65度，"
+    "加工表面出现振纹，操作工反映换刀后声音更大。",
+    "cause": "拆检发现主轴前端角接触轴承滚道磨损，润滑脂干涸结块，预紧力下降导致径向跳动"
+    "超过0.02毫米。",
+    "action": "更换主轴前端一对角接触轴承，清洗轴承座并重新加注高速润滑脂，按规定扭矩调整"
+    "预紧螺母，空运转两小时后温升正常。",
+    "prevention": "每季度检测主轴温升和振动，每年更换一次主轴润滑脂，记录跳动值变化趋势。",
+}
+EN = {
+    "symptom": "Spindle makes a grinding noise above 3000 rpm and the headstock reaches 65 C "
+    "within thirty minutes; chatter marks appear on the finished bore.",
+    "cause": "Front angular contact bearings worn, grease dried out, preload lost so radial "
+    "runout exceeded 0.02 mm.",
+    "action": "Replaced the front bearing pair, cleaned the housing, repacked with high speed "
+    "grease and set the preload nut to the specified torque; two hour run-in was normal.",
+    "prevention": "Check spindle temperature rise and vibration every quarter and regrease the "
+    "spindle once a year.",
+}
+SERVO = {
+    "symptom": "X轴移动时机床突然停机，系统显示伺服报警，复位后可以短时间运行但很快再次报警。",
+    "cause": "X轴伺服电机编码器反馈线缆在拖链内被反复弯折，屏蔽层破损导致反馈信号中断。",
+    "action": "更换X轴编码器反馈线缆并重新固定走线，检查接地，试运行八小时无报警。",
+    "prevention": "定期检查拖链内线缆的磨损情况，发现外皮破损及时更换。",
+}
+
+
+def frame(*records: dict) -> pl.DataFrame:
+    """Normalized-stage records; `records` give record_id, parts and alarm_codes."""
+    rows = []
+    for i, r in enumerate(records):
+        rows.append(
+            {
+                "record_id": r["record_id"],
+                "source_kind": "workorder",
+                "source_file": "orders/2024.csv",
+                "source_row": i + 2,
+                "symptom": r.get("symptom"),
+                "cause": r.get("cause"),
+                "action": r.get("action"),
+                "prevention": r.get("prevention"),
+                "remarks": r.get("remarks"),
+                "language": r.get("language", "zh"),
+                "alarm_codes": r.get("alarm_codes", []),
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "record_id": pl.String,
+            "source_kind": pl.String,
+            "source_file": pl.String,
+            "source_row": pl.Int64,
+            "symptom": pl.String,
+            "cause": pl.String,
+            "action": pl.String,
+            "prevention": pl.String,
+            "remarks": pl.String,
+            "language": pl.String,
+            "alarm_codes": pl.List(pl.String),
+        },
+    )
+
+
+def rejects_of(result) -> dict[str, tuple[str, str]]:
+    return {
+        r["record_id"]: (r["reason"], r["duplicate_of"])
+        for r in result.rejected.select("record_id", "reason", "duplicate_of").to_dicts()
+    }
+
+
+def test_chinese_near_duplicates_are_found() -> None:
+    rewritten = {
+        **ZH,
+        "symptom": ZH["symptom"].replace("明显异响", "异响").replace("操作工", "操作人员"),
+        "action": ZH["action"].replace("空运转两小时后", "空运转2小时后"),
+    }
+    df = frame(
+        {"record_id": "wo-001", **ZH},
+        {"record_id": "wo-002", **rewritten},
+        {"record_id": "wo-003", **SERVO, "alarm_codes": ["FANUC:SV0401"]},
+    )
+    result, index = dedup(df, DedupConfig())
+    assert rejects_of(result) == {"wo-002": ("near_dup", "wo-001")}
+    assert result.kept.get_column("record_id").to_list() == ["wo-001", "wo-003"]
+    assert result.counters["rejected_near_dup"] == 1
+    assert sorted(index.get_column("record_id").to_list()) == ["wo-001", "wo-003"]
+
+
+def test_english_near_duplicates_are_found() -> None:
+    retyped = {
+        **EN,
+        "symptom": EN["symptom"].replace("grinding", "rumbling").replace("thirty", "twenty"),
+        "cause": EN["cause"].upper(),
+        "action": EN["action"].replace("specified", "specified."),
+    }
+    unrelated = {
+        "symptom": "Coolant pump runs but no flow at the nozzle; low coolant alarm on the panel.",
+        "cause": "Suction strainer clogged with chips.",
+        "action": "Cleaned the strainer and the tank, refilled coolant.",
+        "prevention": "Clean the chip basket weekly.",
+    }
+    df = frame(
+        {"record_id": "en-9", **retyped, "language": "en"},
+        {"record_id": "en-1", **EN, "language": "en"},
+        {"record_id": "en-5", **unrelated, "language": "en"},
+    )
+    result, _ = dedup(df, DedupConfig())
+    # equally complete and as long: the smaller record_id is kept
+    assert rejects_of(result) == {"en-9": ("near_dup", "en-1")}
+
+
+def test_records_differing_only_in_alarm_code_are_kept_apart() -> None:
+    in_text = [
+        {
+            "record_id": f"al-{code}",
+            **SERVO,
+            "symptom": f"X轴移动时机床突然停机，系统显示伺服报警 SV{code}，复位后可以短时间运行。",
+            "alarm_codes": [f"FANUC:SV{code}"],
+        }
+        for code in ("0401", "0436")
+    ]
+    column_only = [
+        {"record_id": "col-a", **EN, "alarm_codes": ["SIEMENS:25000"], "language": "en"},
+        {"record_id": "col-b", **EN, "alarm_codes": ["SIEMENS:25201"], "language": "en"},
+    ]
+    result, _ = dedup(frame(*in_text, *column_only), DedupConfig())
+    assert result.rejected.height == 0
+    assert result.counters["kept"] == 4
+
+
+def test_most_complete_member_is_kept() -> None:
+    no_prevention = {**ZH, "prevention": None}
+    vague_cause = {**ZH, "cause": "轴承磨损，润滑不足，预紧力下降导致径向跳动超过0.02毫米。"}
+    df = frame(
+        {"record_id": "a-1", **no_prevention, "alarm_codes": ["FANUC:SP9031"]},
+        {"record_id": "a-2", **vague_cause, "alarm_codes": ["FANUC:SP9031"]},
+        {"record_id": "a-3", **ZH},  # complete, but no alarm code
+        {"record_id": "a-4", **ZH, "alarm_codes": ["FANUC:SP9031"]},  # complete, with code
+    )
+    result, _ = dedup(df, DedupConfig())
+    assert result.kept.get_column("record_id").to_list() == ["a-4"]
+    assert rejects_of(result) == {
+        "a-1": ("near_dup", "a-4"),
+        "a-2": ("near_dup", "a-4"),
+        "a-3": ("exact_dup", "a-4"),
+    }
+
+
+def test_exact_duplicates_ignore_case_width_whitespace_and_punctuation() -> None:
+    shouted = {k: v.upper() for k, v in EN.items()}
+    spaced = {k: "  " + v.replace(", ", " ,  ").replace(";", " ") for k, v in EN.items()}
+    full_width = {**ZH, "cause": ZH["cause"].replace("0.02", "０．０２")}
+    df = frame(
+        {"record_id": "e-1", **EN},
+        {"record_id": "e-2", **shouted},
+        {"record_id": "e-3", **spaced},
+        {"record_id": "z-1", **ZH},
+        {"record_id": "z-2", **full_width},
+    )
+    result, _ = dedup(df, DedupConfig())
+    assert rejects_of(result) == {
+        "e-2": ("exact_dup", "e-1"),
+        "e-3": ("exact_dup", "e-1"),
+        "z-2": ("exact_dup", "z-1"),
+    }
+    assert result.counters["rejected_exact_dup"] == 3
+
+
+def test_new_records_are_checked_against_a_persisted_index(tmp_path) -> None:
+    cfg = DedupConfig()
+    old_result, old_index = dedup(
+        frame({"record_id": "old-1", **ZH, "prevention": None}, {"record_id": "old-2", **EN}),
+        cfg,
+    )
+    assert old_result.rejected.height == 0
+    path = tmp_path / "dedup_index.parquet"
+    old_index.write_parquet(path)
+    index = pl.read_parquet(path)
+    assert index.schema == pl.Schema(index_schema(cfg.num_perm))
+
+    new = frame(
+        # more complete than old-1, still rejected: published records are never replaced
+        {"record_id": "new-1", **ZH, "symptom": ZH["symptom"].replace("操作工", "操作人员")},
+        {"record_id": "new-2", **{k: v.lower() for k, v in EN.items()}},
+        {"record_id": "new-3", **SERVO, "alarm_codes": ["FANUC:SV0401"]},
+        {"record_id": "new-4", **SERVO, "alarm_codes": ["FANUC:SV0401"], "remarks": "急"},
+    )
+    result, new_index = dedup(new, cfg, index)
+    assert rejects_of(result) == {
+        "new-1": ("near_dup", "old-1"),
+        "new-2": ("exact_dup", "old-2"),
+        "new-4": ("exact_dup", "new-3"),
+    }
+    assert new_index.get_column("record_id").to_list() == ["new-3"]
+
+
+def test_index_from_other_signature_settings_is_refused() -> None:
+    _, index = dedup(frame({"record_id": "x", **ZH}), DedupConfig(seed=7))
+    with pytest.raises(ValueError, match="seed=7"):
+        dedup(frame({"record_id": "y", **ZH}), DedupConfig(), index)
+
+
+@pytest.mark.parametrize("scheme", ["affine32", "legacy"])
+def test_signatures_equal_datasketch(scheme: str) -> None:
+    cfg = DedupConfig(scheme=scheme, num_perm=64, bands=8, rows=8, seed=3)
+    texts = pl.Series(["主轴异响温升65度", "spindlenoise", "sv0401", "ab"])
+    hashes, offsets = shingle_hashes(texts, cfg.shingle_size)
+    ours = signatures(hashes, offsets, cfg)
+    per_text = [hashes[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))]
+    reference = MinHash.bulk(per_text, num_perm=64, seed=3, scheme=scheme, hashfunc=lambda h: h)
+    for row, m in zip(ours, reference, strict=True):
+        assert np.array_equal(row, LeanMinHash(m).hashvalues)
+
+
+def test_shingle_hashes_follow_their_definition() -> None:
+    def reference(shingle: str, k: int) -> int:
+        mask = (1 << 64) - 1
+        h = 0xCBF29CE484222325
+        for c in [ord(ch) for ch in shingle] + [0] * (k - len(shingle)):
+            h = ((h ^ c) * 0x100000001B3) & mask
+        h ^= h >> 33
+        h = (h * 0xFF51AFD7ED558CCD) & mask
+        h ^= h >> 33
+        h = (h * 0xC4CEB9FE1A85EC53) & mask
+        h ^= h >> 33
+        return h >> 32
+
+    texts = ["主轴异响温升", "sv0401", "ab"]
+    hashes, offsets = shingle_hashes(pl.Series(texts), 5)
+    expected = [reference(t[i : i + 5], 5) for t in texts for i in range(max(len(t) - 4, 1))]
+    assert hashes.tolist() == expected
+    assert offsets.tolist() == [0, 2, 4, 5]
+
+
+def test_counts_add_up_and_rejects_keep_the_payload() -> None:
+    rng = random.Random(5)
+    base = [
+        {"record_id": "c-zh", **ZH},
+        {"record_id": "c-en", **EN, "language": "en"},
+        {"record_id": "c-sv", **SERVO},
+        {"record_id": "c-empty", "remarks": "只有备注"},
+        {"record_id": "c-empty2", "remarks": "只有备注"},
+    ]
+    copies = [{**rng.choice(base[:3]), "record_id": f"c-copy-{i}"} for i in range(6)]
+    result, _ = dedup(frame(*base, *copies), DedupConfig())
+    c = result.counters
+    assert c["read"] == 11 == c["kept"] + c["rejected"]
+    assert c["kept"] == 5 and c["rejected_exact_dup"] == 6 and c["empty_content"] == 2
+    assert result.rejected.schema == pl.Schema(REJECT_SCHEMA)
+    first = result.rejected.row(0, named=True)
+    assert first["stage"] == "dedup"
+    payload = json.loads(first["payload"])
+    assert payload["record_id"] == first["record_id"] and payload["symptom"]
+
+
+def test_result_does_not_depend_on_input_order() -> None:
+    records = [
+        {"record_id": "o-1", **ZH, "prevention": None},
+        {"record_id": "o-2", **ZH},
+        {"record_id": "o-3", **EN},
+        {"record_id": "o-4", **{k: v.lower() for k, v in EN.items()}},
+        {"record_id": "o-5", **SERVO},
+    ]
+    first, _ = dedup(frame(*records), DedupConfig(batch_size=2))
+    second, _ = dedup(frame(*reversed(records)), DedupConfig())
+    assert rejects_of(first) == rejects_of(second)
+    assert rejects_of(first) == {"o-1": ("near_dup", "o-2"), "o-4": ("exact_dup", "o-3")}
+
+
+def test_bands_must_fit_the_signature() -> None:
+    with pytest.raises(ValidationError, match="exceeds num_perm"):
+        DedupConfig(num_perm=64, bands=14, rows=8)
