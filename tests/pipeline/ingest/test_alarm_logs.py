@@ -1,0 +1,182 @@
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.ingest.alarm_logs import (
+    AlarmLogError,
+    alarm_log_files,
+    read_alarm_log,
+    read_alarm_logs,
+)
+from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogsConfig, AlarmLogSource
+
+REPO = Path(__file__).resolve().parents[3]
+SAMPLES = REPO / "sample_data" / "alarm_logs"
+FANUC = SAMPLES / "VMC-03_fanuc_alarm_history_20240318.txt"
+SINUMERIK = SAMPLES / "DMU-07_sinumerik_alarm_log_20240313.log"
+NIST = REPO.parent / "shared" / "external" / "nist-smstestbed-mtconnect"
+NIST_LOG = NIST / "Mazak01-20180220-20180221.txt"
+NIST_SOURCE = AlarmLogSource(
+    pattern="Mazak*.txt",
+    format="mtconnect",
+    family="MTCONNECT/MAZAK",
+    machine_pattern=r"^(?P<machine>[^-]+)-",
+)
+
+
+def test_fanuc_gbk_export() -> None:
+    raw = FANUC.read_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")  # the sample really is GBK
+    result = read_alarm_log(FANUC, AlarmLogSource(pattern="*", format="fanuc"), SAMPLES)
+    c = result.counters
+    # 29 lines: 6 header lines, 21 numbered entries, a ruler and "（完）"; entry 4 is cut off
+    # mid-time, entry 13 has the 0000/00/00 date a controller writes after losing its clock.
+    assert (c["lines_total"], c["read"], c["kept"], c["rejected"]) == (29, 21, 19, 2)
+    assert c["skipped_non_alarm"] == 8
+    assert c["rejected_malformed_line"] == 1 and c["rejected_bad_timestamp"] == 1
+    kept = result.kept
+    assert kept.schema == pl.Schema(ALARM_EVENT_SCHEMA)
+    assert set(kept["machine"]) == {"VMC-03"}
+    assert set(kept["event"]) == {"raised"}
+    assert kept["alarm_code"].value_counts().sort("alarm_code").rows() == [
+        ("FANUC:DS0307", 2),
+        ("FANUC:EX1002", 3),
+        ("FANUC:OT0500", 1),
+        ("FANUC:PS0010", 1),
+        ("FANUC:SP9001", 2),
+        ("FANUC:SV0401", 6),
+        ("FANUC:SV0410", 1),
+        ("FANUC:SV0436", 3),
+    ]
+    first = kept.filter(pl.col("source_row") == 7).row(0, named=True)
+    assert first["message"] == "V就绪信号关闭 (Y轴)"  # decoded, CR of the CRLF export gone
+    assert str(first["occurred_at"]) == "2024-03-18 15:46:03"
+    rejects = {r["source_row"]: r for r in result.rejected.iter_rows(named=True)}
+    assert rejects[10]["reason"] == "malformed_line"
+    assert rejects[10]["detail"].startswith("VMC-03_fanuc_alarm_history_20240318.txt:10: ")
+    assert '"raw":"   4   2024/03/18   11:1"' in rejects[10]["payload"]
+    assert rejects[19]["reason"] == "bad_timestamp"
+
+
+def test_sinumerik_came_went_acknowledged() -> None:
+    result = read_alarm_log(SINUMERIK, AlarmLogSource(pattern="*", format="sinumerik"))
+    c = result.counters
+    assert (c["lines_total"], c["read"], c["kept"], c["rejected_malformed_line"]) == (35, 27, 26, 1)
+    kept = result.kept
+    assert kept.group_by("event").len().sort("event").rows() == [
+        ("acknowledged", 6),
+        ("cleared", 10),
+        ("raised", 10),
+    ]
+    assert set(kept["level"]) == {"NCK", "PLC"}
+    encoder = kept.filter(pl.col("alarm_code") == "SINUMERIK:25000", pl.col("event") == "raised")
+    assert encoder["occurred_at"].dt.to_string("%d.%m %H:%M:%S%.3f").to_list() == [
+        "12.03 09:14:05.117",
+        "12.03 09:21:33.640",
+        "13.03 15:40:18.090",
+    ]
+    assert encoder["message"][0] == "Axis X1 hardware fault of active encoder"
+    assert result.rejected["source_row"].to_list() == [30]
+
+
+def test_sinumerik_iso_dates_and_german_event_words(tmp_path: Path) -> None:
+    log = tmp_path / "HMC-2_sinumerik.log"
+    log.write_text(
+        "2024-05-02 10:00:01.5  kommt  25000  NCK  Achse X1 Hardwarefehler aktiver Geber\n"
+        "02.05.24 10:00:09      quittiert 25000\n"
+        "02.05.24 10:00:09.1    geht   25000  NCK  Achse X1 Hardwarefehler aktiver Geber\n",
+        encoding="utf-8",
+    )
+    kept = read_alarm_log(log, AlarmLogSource(pattern="*", format="sinumerik")).kept
+    assert kept["event"].to_list() == ["raised", "acknowledged", "cleared"]
+    assert kept["occurred_at"].dt.to_string("%F %T%.3f").to_list() == [
+        "2024-05-02 10:00:01.500",
+        "2024-05-02 10:00:09.000",
+        "2024-05-02 10:00:09.100",
+    ]
+    assert kept["machine"][0] == "HMC-2"
+    assert kept["message"][1] is None
+
+
+def test_mtconnect_conditions_among_samples(tmp_path: Path) -> None:
+    shdr = tmp_path / "HMC-5_agent.shdr"
+    shdr.write_text(
+        "2024-04-01T08:00:00.000Z|Xload|12|Yload|9\n"
+        "2024-04-01T08:00:01.000Z|logic_cond|Unavailable||||\n"
+        "\n"
+        "2024-04-01T08:00:02.120Z|logic_cond|FAULT|2011|2|HIGH|SPINDLE|OVERLOAD\n"
+        "2024-04-01T08:00:05.000Z|servo_cond|Warning|||| LUBE LOW\n"
+        "garbage without pipes\n"
+        "2024-04-31T08:00:06.000Z|logic_cond|Warning|2011|||SPINDLE OVERLOAD\n"
+        "2024-04-01T08:01:00.000Z|logic_cond|Normal|2011|||\n"
+        "2024-04-01T08:01:00.000Z|servo_cond|normal||||\n",
+        encoding="utf-8",
+    )
+    source = AlarmLogSource(pattern="*.shdr", format="mtconnect", machine="HMC-5")
+    result = read_alarm_log(shdr, source)
+    c = result.counters
+    assert (c["lines_total"], c["skipped_non_alarm"], c["read"]) == (9, 3, 6)
+    assert (c["rejected_malformed_line"], c["rejected_bad_timestamp"]) == (1, 1)
+    rows = result.kept.select("event", "alarm_code", "channel", "message").rows()
+    assert rows == [
+        ("raised", "MTCONNECT:2011", "logic_cond", "SPINDLE|OVERLOAD"),
+        ("raised", "MTCONNECT:servo_cond", "servo_cond", "LUBE LOW"),  # no native code
+        ("cleared", "MTCONNECT:2011", "logic_cond", None),
+        ("cleared", None, "servo_cond", None),  # Normal without a code clears the item
+    ]
+
+
+@pytest.mark.skipif(not NIST.exists(), reason="../shared not present: NIST MTConnect log")
+def test_real_nist_mazak_log() -> None:
+    # Hand check (242 Warning events, 28 codes, 364 Normal, 193 Unavailable, 23181 lines):
+    #   awk -F'|' 'NF>=7{print $3}' Mazak01-20180220-20180221.txt | sort | uniq -c
+    #   awk -F'|' 'NF>=7 && $3=="Warning"{print $4}' Mazak01-20180220-20180221.txt | sort -u | wc -l
+    #   wc -l Mazak01-20180220-20180221.txt
+    result = read_alarm_log(NIST_LOG, NIST_SOURCE, NIST)
+    c = result.counters
+    assert c["lines_total"] == 23181
+    assert (c["read"], c["kept"], c["rejected"]) == (242 + 364, 242 + 364, 0)
+    assert c["skipped_non_alarm"] == 23181 - 606
+    raised = result.kept.filter(pl.col("event") == "raised")
+    assert raised.height == 242
+    assert raised["alarm_code"].n_unique() == 28
+    assert set(raised["machine"]) == {"Mazak01"}
+    top = raised["alarm_code"].value_counts(sort=True).row(0)
+    assert top == ("MTCONNECT/MAZAK:212", 63)
+    first = raised.row(0, named=True)
+    assert (first["source_row"], first["message"], first["channel"]) == (
+        110,
+        "MOVE INH.(ATC ARM)",
+        "logic_cond",
+    )
+    assert str(first["occurred_at"]) == "2018-02-20 12:50:12.420000"
+    soft_limit = raised.filter(pl.col("channel") == "Ytravel").row(0, named=True)
+    assert (soft_limit["alarm_code"], soft_limit["source_row"]) == ("MTCONNECT/MAZAK:101", 4569)
+
+
+def test_directory_read_uses_configured_patterns_and_adds_up() -> None:
+    files = alarm_log_files(SAMPLES, AlarmLogsConfig())
+    assert [(p.name, s.format) for p, s in files] == [
+        ("DMU-07_sinumerik_alarm_log_20240313.log", "sinumerik"),
+        ("VMC-03_fanuc_alarm_history_20240318.txt", "fanuc"),
+    ]
+    result = read_alarm_logs(SAMPLES)
+    c = result.counters
+    assert c["files"] == 2
+    assert c["lines_total"] == 29 + 35 == c["read"] + c["skipped_non_alarm"]
+    assert c["read"] == c["kept"] + c["rejected"] == 48
+    again = read_alarm_logs(SAMPLES)
+    assert again.kept["record_id"].to_list() == result.kept["record_id"].to_list()
+    assert result.kept["record_id"].n_unique() == result.kept.height
+
+
+def test_machine_name_must_come_from_somewhere(tmp_path: Path) -> None:
+    log = tmp_path / "alarmlog.txt"
+    log.write_text("2024/03/18 08:00:00 SV0401 V READY OFF\n", encoding="utf-8")
+    with pytest.raises(AlarmLogError, match=r"alarmlog\.txt: file name does not match"):
+        read_alarm_log(log, AlarmLogSource(pattern="*", format="fanuc"))
+    named = AlarmLogSource(pattern="*", format="fanuc", machine="LATHE-1")
+    kept = read_alarm_log(log, named).kept
+    assert kept.select("machine", "alarm_code").row(0) == ("LATHE-1", "FANUC:SV0401")
