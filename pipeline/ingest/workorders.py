@@ -22,6 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.ingest.encoding import EncodingError, detect_encoding
+from pipeline.ingest.xlsx_merges import fill_merged, merged_ranges
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
 from schemas.ingest import BUILTIN_HEADER_ALIASES, IngestConfig, SourceMapping
 from schemas.records import INGESTED_SCHEMA, WORKORDER_FIELDS
@@ -187,10 +188,11 @@ def _read_xlsx(path: Path, source: SourceMapping) -> pl.DataFrame:
             drop_empty_rows=False,
             infer_schema_length=0,
         )
-    except Exception as exc:  # calamine/fastexcel raise their own types
+        ranges = merged_ranges(path, source.sheet)
+    except Exception as exc:  # calamine/fastexcel and zipfile raise their own types
         raise IngestError(f"{path}: cannot read spreadsheet: {exc}") from exc
     frame = frame.rename(dict(zip(frame.columns, _unique_headers(frame.columns), strict=True)))
-    return frame.select(pl.all().cast(pl.String))
+    return fill_merged(frame.select(pl.all().cast(pl.String)), ranges)
 
 
 def _read_json(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:

@@ -227,3 +227,32 @@ def test_maintie_texts_through_configuration_alone(external, repo):
     got = read_workorder_file(path, path.parent, cfg.ingest)
     assert got.rows == 1076
     assert got.result.kept["symptom"][0] == "<id> air conditioner thermostat not working"
+
+
+def test_xlsx_merged_cells_filled_without_configuration(tmp_path):
+    import xlsxwriter
+
+    path = tmp_path / "merged.xlsx"
+    book = xlsxwriter.Workbook(str(path))
+    sheet = book.add_worksheet("维修记录")
+    sheet.write_row(0, 0, ["设备编号", "故障描述", "维修措施", "备注"])
+    sheet.merge_range(1, 0, 3, 0, "VMC-09")  # A2:A4
+    rows = [
+        ["主轴过热", "清洗主轴冷却机滤网", ""],
+        ["Z轴抖动", "调整伺服增益参数", ""],
+        ["刀库报警", "更换刀套检测开关", ""],
+        ["液压站漏油", "更换O型圈", "新设备"],
+    ]
+    for i, row in enumerate(rows, start=1):
+        sheet.write_row(i, 1, row)
+    book.close()
+    kept = read(path).result.kept
+    assert kept["asset"].to_list() == ["VMC-09", "VMC-09", "VMC-09", None]
+    assert kept["remarks"].to_list() == [None, None, None, "新设备"]  # blank, not merged
+
+
+def test_sample_xlsx_merged_blocks_filled(sample_data):
+    root = sample_data / "workorders"
+    kept = read_workorder_file(root / "工单导出_merged.xlsx", root, IngestConfig()).result.kept
+    assert kept["asset"].null_count() == 0
+    assert kept["machine_model"].null_count() == 0
