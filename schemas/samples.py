@@ -1,0 +1,290 @@
+"""Contracts of the four-part samples: structure, tier and messages configuration, and the
+column types these stages add.
+
+Word lists hold plain words (matched case-insensitively, English words on word boundaries);
+fields named `*_patterns` hold regular expressions in Rust `regex` syntax (what polars runs).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schemas.records import PARTS
+
+# Columns added by the structure stage (the four parts replace symptom/cause/action/prevention).
+PART_ORIGIN_DTYPE = pl.Struct({p: pl.String() for p in PARTS})
+STRUCTURED_EXTRA: dict[str, pl.DataType] = {
+    **{p: pl.String() for p in PARTS},
+    "part_origin": PART_ORIGIN_DTYPE,  # "column:<name>", "cue:<word>" or "unlabelled"
+}
+
+# Columns added by the tier stage.
+TIERS: tuple[str, ...] = ("A", "B", "C")
+TIERED_EXTRA: dict[str, pl.DataType] = {
+    "tier": pl.String(),
+    "tier_reasons": pl.List(pl.String()),
+}
+
+# The chat column trainers read (TRL SFTTrainer, LLaMA-Factory sharegpt with role/content tags).
+ROLES: tuple[str, ...] = ("system", "user", "assistant")
+MESSAGES_DTYPE = pl.List(pl.Struct({"role": pl.String(), "content": pl.String()}))
+MESSAGES_ARROW_TYPE = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+
+
+def _check_parts(mapping: dict[str, object], what: str) -> None:
+    unknown = set(mapping) - set(PARTS)
+    if unknown:
+        raise ValueError(f"{what}: unknown part(s) {sorted(unknown)}; parts are {list(PARTS)}")
+
+
+class StructureConfig(BaseModel):
+    """How the structure stage finds the four parts of a record."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # part -> input column holding it when the export maps it.
+    part_columns: dict[str, str] = Field(
+        default_factory=lambda: {
+            "symptom": "symptom",
+            "diagnosis": "cause",
+            "action": "action",
+            "prevention": "prevention",
+        }
+    )
+    # Further free-text columns segmented for parts (they hold no part by themselves).
+    free_text_columns: list[str] = Field(default_factory=lambda: ["remarks"])
+    # Section labels: a word followed by a separator (":", "：", " - ", "【…】"); the label is
+    # removed and the text up to the next label is that part.
+    label_cues: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "symptom": [
+                "故障现象", "故障描述", "故障表现", "现象", "症状", "问题描述", "问题",
+                "Symptom", "Symptoms", "Problem", "Complaint", "Issue", "Fault", "Observed",
+            ],
+            "diagnosis": [
+                "故障原因", "原因", "诊断", "分析", "检查发现", "检查结果", "检查",
+                "Root cause", "Cause", "Diagnosis", "Found", "Findings", "Finding", "Analysis",
+            ],
+            "action": [
+                "处理措施", "处理方法", "处理", "措施", "维修", "更换", "调整", "解决方法",
+                "Action", "Actions taken", "Action taken", "Fix", "Repair", "Replaced",
+                "Corrective action", "Resolution", "Work done",
+            ],
+            "prevention": [
+                "预防措施", "预防", "建议", "保养", "定期", "改进措施",
+                "Prevention", "Recommendation", "Recommendations", "Preventive action", "PM",
+            ],
+        }
+    )  # fmt: skip
+    # Optional words between a label and its separator ("原因分析：", "Root cause analysis:").
+    label_suffixes: list[str] = Field(
+        default_factory=lambda: [
+            "分析", "描述", "说明", "情况", "过程", "方法", "记录", "结果", "措施",
+            "analysis", "description", "details",
+        ]
+    )  # fmt: skip
+    # Words that open a clause of a part ("检查发现…", "更换…", "Replaced …"); kept in the text.
+    inline_cues: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "symptom": ["故障现象", "现象为", "症状为", "表现为", "Symptom", "Complaint"],
+            "diagnosis": [
+                "检查发现", "经检查", "检查确认", "发现", "查明", "确认为", "判断为", "原因是",
+                "原因为", "诊断为", "Found", "Root cause", "Cause was", "Caused by",
+                "Diagnosed", "Traced to", "Determined",
+            ],
+            "action": [
+                "更换", "换上", "换了", "换新", "调整", "维修", "处理", "清洗", "清理", "紧固",
+                "重新", "修复", "焊接", "校正", "校准", "补偿", "修改", "拆检", "加注",
+                "Replaced", "Replace", "Adjusted", "Adjust", "Cleaned", "Clean", "Tightened",
+                "Repaired", "Reset", "Recalibrated", "Calibrated", "Realigned", "Reseated",
+                "Swapped", "Installed", "Fixed by", "Lubricated", "Flushed",
+            ],
+            "prevention": [
+                "预防", "建议", "保养", "定期", "今后", "以后", "每月", "每周", "每天", "每班",
+                "Prevention", "Recommend", "Recommended", "Suggest", "PM", "In future",
+                "Going forward", "Regularly", "To prevent",
+            ],
+        }
+    )  # fmt: skip
+    # Words before an inline cue that do not stop it opening the clause ("已更换", "then replaced").
+    inline_cue_prefixes: list[str] = Field(
+        default_factory=lambda: [
+            "已经", "已", "随后", "然后", "并且", "并", "再", "又", "经", "后",
+            "and", "then", "so", "we", "tech",
+        ]
+    )  # fmt: skip
+    # Unlabelled clauses (not the first of a column) containing these words take that part;
+    # checked in the order prevention, action, diagnosis.
+    unlabelled_hints: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "diagnosis": [
+                "由于", "因为", "导致", "造成", "引起", "磨损", "损坏", "松动", "老化", "断裂",
+                "堵塞", "短路", "断线", "烧坏", "烧毁", "漏油", "卡死", "失效", "接触不良",
+                "caused by", "due to", "because", "worn", "damaged", "loose", "broken",
+                "failed", "faulty", "shorted", "clogged", "blocked", "leaking", "seized",
+            ],
+            "action": [
+                "更换", "换了", "换上", "调整", "清洗", "清理", "紧固", "修复", "焊接", "校正",
+                "校准", "重新设定", "恢复正常", "replaced", "replacing", "adjusted",
+                "cleaned", "tightened", "repaired", "reset", "recalibrated", "swapped",
+                "installed",
+            ],
+            "prevention": [
+                "建议", "今后", "以后应", "定期", "避免", "防止", "recommend", "should",
+                "in future", "regularly", "to prevent", "avoid",
+            ],
+        }
+    )  # fmt: skip
+    # Clause text equal to one of these (ignoring case and punctuation) means "nothing".
+    null_values: list[str] = Field(
+        default_factory=lambda: [
+            "无", "暂无", "没有", "空", "/", "-", "--", "—", "n/a", "na", "none", "nil", "null",
+        ]
+    )  # fmt: skip
+    # Clauses matching these are dropped whole: customer complaints, requests to hurry.
+    complaint_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"(?:客户|用户|厂方|车间|操作工|生产部|老板)[^,，。;；]{0,10}"
+            r"(?:生气|不满|投诉|抱怨|发火|发脾气|骂|着急|很急|催)",
+            r"投诉",
+            r"请尽快|尽快(?:处理|维修|修好|解决|安排|来)|速来|马上来|立即(?:处理|来人)",
+            r"再不(?:修|来|处理)",
+            r"(?i)\bcustomer\b[^,.;]{0,20}\b(?:angry|upset|furious|unhappy|not happy"
+            r"|frustrated|complain\w*|mad|annoyed)\b",
+            r"(?i)\bcomplain(?:ed|ing|s)?\s+(?:about|that|again)\b",
+            r"(?i)\b(?:third|3rd|second|2nd|fourth|4th)\s+time\s+(?:this|we|they|in)\b",
+            r"(?i)\bplease\s+(?:fix|repair|send|come|hurry|expedite)\b",
+            r"(?i)\bneeds?\s+(?:this|it)\s+(?:fixed|back|running)\b",
+            r"(?i)\bescalat\w*",
+        ]
+    )
+    # Removed where they stand: urgency notes.
+    urgency_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"[【\[](?i:紧急|加急|特急|urgent|asap)[】\]]",
+            r"急{2,}[!！]*|急\s*[!！]+|特急|加急|十万火急|非常急|很急|紧急[!！]+",
+            r"(?:客户|用户|车间|生产部)?(?:已经|一直)?催了?[一二三四五六七八九十两几\d]+[天次遍回]了?",
+            r"(?:客户|用户|车间)?一直在?催",
+            r"(?i)\basap\b!*|\burgent(?:ly)?\b!*|\bhigh priority\b",
+            r"[!！]{2,}",
+        ]
+    )
+    # Removed at the end of a text: signatures and mail footers.
+    signature_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"(?:——?|--|–)\s*[^\s,，。.;；!！?？:：]{1,16}(?:\s+[^\s,，。.;；!！?？:：]{1,16}){0,2}"
+            r"\s*$",
+            r"(?is)\b(?:best |kind |warm )?regards\b.*$",
+            r"(?is)\bsent from my \w+.*$",
+            r"(?s)\b(?:Thanks|Thank you|Cheers)[,!.]?\s*[A-Z][a-z]*\.?\s*$",
+            r"(?:维修人|维修员|维修工|签名|签字|记录人|填写人|经办人|处理人)\s*[:：]\s*\S{1,12}\s*$",
+            r"(?:此致\s*)?敬礼[!！。]?\s*$|谢谢[!！。]?\s*$",
+        ]
+    )
+
+    @model_validator(mode="after")
+    def _parts_known(self) -> StructureConfig:
+        for name in ("part_columns", "label_cues", "inline_cues", "unlabelled_hints"):
+            _check_parts(getattr(self, name), name)
+        return self
+
+
+class TierConfig(BaseModel):
+    """Rules of the A/B/C tiers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # A specific diagnosis is at least this long (characters) ...
+    min_diagnosis_chars_zh: int = 4
+    min_diagnosis_chars_en: int = 12
+    # ... contains none of these ...
+    vague_diagnosis_terms: list[str] = Field(
+        default_factory=lambda: [
+            "不明", "不详", "不清楚", "未知", "待查", "待确认", "待定", "未找到", "原因未",
+            "unknown", "unclear", "not sure", "tbd", "to be determined", "no fault found",
+            "could not find", "not found", "n/a",
+        ]
+    )  # fmt: skip
+    # ... and names a component or a failure cause, or cites an alarm code.
+    diagnosis_terms: list[str] = Field(
+        default_factory=lambda: [
+            "轴承", "编码器", "电机", "主轴", "丝杠", "导轨", "皮带", "同步带", "联轴器",
+            "伺服", "驱动器", "放大器", "电缆", "线缆", "接头", "插头", "开关", "传感器",
+            "继电器", "接触器", "保险", "电源", "电池", "风扇", "油泵", "冷却泵", "液压",
+            "气缸", "电磁阀", "阀", "密封", "油管", "过滤器", "滤网", "刀库", "刀塔", "机械手",
+            "卡盘", "拉刀", "碟簧", "润滑", "冷却液", "参数", "光栅尺", "限位", "减速开关",
+            "磨损", "损坏", "松动", "老化", "断裂", "堵塞", "短路", "断线", "烧坏", "漏油",
+            "卡死", "过热", "过载", "接触不良", "间隙", "变形",
+            "bearing", "encoder", "motor", "spindle", "ball screw", "ballscrew", "way",
+            "belt", "coupling", "servo", "drive", "amplifier", "cable", "connector", "switch",
+            "sensor", "relay", "contactor", "fuse", "power supply", "battery", "fan", "pump",
+            "hydraulic", "cylinder", "solenoid", "valve", "seal", "hose", "filter", "magazine",
+            "turret", "tool changer", "chuck", "drawbar", "lubrication", "coolant", "parameter",
+            "scale", "limit switch", "worn", "damaged", "loose", "broken", "cracked",
+            "clogged", "shorted", "burnt", "leak", "seized", "overheat", "overload", "backlash",
+        ]
+    )  # fmt: skip
+    alarm_code_pattern: str = r"\b(?:[A-Z]{1,4}[-: ]?\d{3,6}|\d{3,6}\s*(?:号)?报警)\b"
+    # A concrete action: one of these verbs followed by an object, or a part number.
+    action_verbs: list[str] = Field(
+        default_factory=lambda: [
+            "更换", "换上", "换了", "调整", "清洗", "清理", "紧固", "修复", "焊接", "校正",
+            "校准", "补偿", "修改", "设定", "重装", "拆检", "加注", "润滑", "疏通", "修磨",
+            "replaced", "replace", "adjusted", "adjust", "cleaned", "clean", "tightened",
+            "tighten", "repaired", "repair", "recalibrated", "calibrated", "realigned",
+            "reseated", "swapped", "installed", "lubricated", "flushed", "changed", "set",
+            "reset", "rewired", "resoldered", "refilled",
+        ]
+    )  # fmt: skip
+    # Object after a verb: what may stand between them, and what may not start the object.
+    action_object_fillers: list[str] = Field(
+        default_factory=lambda: [
+            "了", "掉", "新的", "新", "一个", "一根", "the", "a", "an", "new", "both", "all",
+        ]
+    )  # fmt: skip
+    action_object_stopwords: list[str] = Field(
+        default_factory=lambda: [
+            "后", "完", "好", "过", "一下", "it", "them", "this", "that", "ok", "done",
+        ]
+    )  # fmt: skip
+    part_number_pattern: str = (
+        r"\b(?:[A-Z]{1,5}\d[A-Z0-9]*|\d{2,}[A-Z0-9]*)(?:[-/][A-Z0-9]+)+\b"
+        r"|(?i:P/N|part\s*no\.?|料号|物料号|订货号)\s*[:：]?\s*[A-Za-z0-9-]{4,}"
+    )
+    # Sources that are fault-log style: tier C unless all four parts are present.
+    fault_log_source_kinds: list[str] = Field(default_factory=lambda: ["alarm_log"])
+
+
+class Localized(BaseModel):
+    """One text per record language."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    zh: str
+    en: str
+
+
+class MessagesConfig(BaseModel):
+    """Texts of the rendered chat sample."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system_prompt: Localized = Localized(
+        zh=(
+            "你是一名经验丰富的数控机床维修工程师。根据用户给出的机床型号、报警代码和故障现象，"
+            "给出故障诊断、处理措施和预防建议。"
+        ),
+        en=(
+            "You are an experienced CNC machine-tool maintenance engineer. From the machine "
+            "model, alarm codes and symptom the user gives, state the diagnosis, the corrective "
+            "action and how to prevent the fault."
+        ),
+    )
+    machine_label: Localized = Localized(zh="机床型号", en="Machine")
+    alarms_label: Localized = Localized(zh="报警代码", en="Alarm codes")
+    symptom_label: Localized = Localized(zh="故障现象", en="Symptom")
+    diagnosis_label: Localized = Localized(zh="诊断", en="Diagnosis")
+    action_label: Localized = Localized(zh="处理", en="Action")
+    prevention_label: Localized = Localized(zh="预防", en="Prevention")
