@@ -78,21 +78,23 @@ class TiktokenTokenizer:
     def count(self, texts: pl.Series, num_threads: int, batch_rows: int) -> np.ndarray:
         """Tokens per string (no nulls). One tokenizer call per batch of rows.
 
-        A batch is joined with a special token that occurs in none of the strings. Special
+        A batch is joined with a special token that occurs in none of its strings. Special
         tokens split the text before the BPE, so each piece encodes exactly as it would alone,
-        and the separator positions in the output give every row's count.
+        and the separator positions in the output give every row's count. A batch that holds
+        every special token (never seen in practice) is encoded row by row.
         """
-        texts = texts.str.normalize("NFC")
-        allowed = self.encoding.special_tokens_set
-        sep = _absent_separator(texts, sorted(allowed))
-        sep_id = self.encoding.encode_single_token(sep)
+        specials = sorted(self.encoding.special_tokens_set)
 
         def count_batch(offset: int) -> np.ndarray:
-            joined = texts.slice(offset, batch_rows).str.join(sep).item() + sep
+            batch = texts.slice(offset, batch_rows).str.normalize("NFC")
+            sep = _absent_separator(batch, specials)
+            if sep is None:
+                rows = self.encoding.encode_batch(batch.to_list(), allowed_special="all")
+                return np.fromiter(map(len, rows), dtype=np.int64, count=batch.len())
             ids = self.encoding.encode_to_numpy(
-                joined, allowed_special=allowed, disallowed_special=()
+                batch.str.join(sep).item() + sep, allowed_special="all", disallowed_special=()
             )
-            ends = np.flatnonzero(ids == sep_id)
+            ends = np.flatnonzero(ids == self.encoding.encode_single_token(sep))
             return np.diff(ends, prepend=-1) - 1
 
         return _run_batches(count_batch, texts.len(), num_threads, batch_rows)
@@ -125,11 +127,11 @@ class HFTokenizer:
 Tokenizer = TiktokenTokenizer | HFTokenizer
 
 
-def _absent_separator(texts: pl.Series, special_tokens: list[str]) -> str:
+def _absent_separator(texts: pl.Series, special_tokens: list[str]) -> str | None:
     for token in special_tokens:
         if not texts.str.contains(token, literal=True).any():
             return token
-    raise ValueError("every special token occurs in the texts; no separator left to batch them")
+    return None
 
 
 def _run_batches(count_batch, n: int, num_threads: int, batch_rows: int) -> np.ndarray:

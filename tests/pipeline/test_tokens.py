@@ -215,6 +215,11 @@ def test_batching_threads_and_row_order_do_not_change_counts() -> None:
     for rows, threads in [(1, 1), (3, 4), (5, 2), (10_000, 1)]:
         cfg = TokenizerConfig(add_eos=False, batch_rows=rows, num_threads=threads)
         assert count_tokens(df, cfg, column="text")["n_tokens"].to_list() == expected
+    # A batch holding every special token cannot be joined; it is counted row by row.
+    specials = "".join(sorted(load_tokenizer(TEXT).encoding.special_tokens_set))
+    cfg = TokenizerConfig(add_eos=False, batch_rows=4)
+    every = count_tokens(pl.DataFrame({"text": [specials, *texts]}), cfg, column="text")
+    assert every["n_tokens"].to_list() == [22, *expected[: len(texts)]]
     shuffled = df.with_row_index().sample(fraction=1.0, shuffle=True, seed=7)
     out = count_tokens(shuffled, TEXT, column="text").sort("index")
     assert out["n_tokens"].to_list() == expected
