@@ -1,0 +1,60 @@
+"""Settings of the normalization stage: mojibake repair, width and whitespace, alarm codes, PII."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class NormalizeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fix_latin_mojibake: bool = Field(
+        True, description="run ftfy on strings whose pre-check finds Latin mojibake (Ã©, â€™, Â)"
+    )
+    fix_gbk_mojibake: bool = Field(
+        True, description="repair UTF-8 bytes that were decoded as GBK (鍐峰嵈娉 -> 冷却)"
+    )
+    keep_newlines: bool = Field(
+        True, description="keep line breaks (collapsed to one) instead of turning them into spaces"
+    )
+    max_alarm_codes: int = Field(
+        12, ge=1, description="a record keeps at most this many distinct alarm codes"
+    )
+    min_han_share: float = Field(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        description="language is 'zh' when Han characters make up at least this share of the "
+        "Han characters and Latin letters",
+    )
+    min_name_length: int = Field(
+        2, ge=1, description="technician values shorter than this are not searched for in text"
+    )
+    name_stopwords: list[str] = Field(
+        [
+            "同上",
+            "同前",
+            "无",
+            "暂无",
+            "不详",
+            "未知",
+            "待定",
+            "班组",
+            "维修组",
+            "维修部",
+            "设备部",
+            "外协",
+            "厂家",
+            "n/a",
+            "na",
+            "none",
+            "null",
+            "tbd",
+            "unknown",
+            "test",
+            "测试",
+            "maintenance",
+            "vendor",
+        ],
+        description="technician values (compared in lower case) that are not person names",
+    )
