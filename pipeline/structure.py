@@ -36,14 +36,16 @@ def _word(w: str) -> str:
     return f"{head}{body}{tail}"
 
 
-def _alt(words: list[str]) -> str:
-    """Alternation, longest first so "故障现象" wins over "现象"."""
+def word_alternation(words: list[str]) -> str:
+    """Regex alternation of configured words, longest first so "故障现象" wins over "现象"."""
     return "|".join(_word(w) for w in sorted(set(words), key=lambda s: (-len(s), s)))
 
 
 def _part_groups(cues: dict[str, list[str]]) -> str:
     """One named group per part (p0..p3, the index in PARTS) holding that part's words."""
-    return "|".join(f"(?P<p{i}>{_alt(cues[p])})" for i, p in enumerate(PARTS) if cues.get(p))
+    return "|".join(
+        f"(?P<p{i}>{word_alternation(cues[p])})" for i, p in enumerate(PARTS) if cues.get(p)
+    )
 
 
 def _groups_in(cues: dict[str, list[str]]) -> list[str]:
@@ -59,21 +61,21 @@ class _Regexes:
     """The configuration compiled into the regex strings the stage runs."""
 
     def __init__(self, cfg: StructureConfig) -> None:
-        suffixes = _alt(cfg.label_suffixes)
+        suffixes = word_alternation(cfg.label_suffixes)
         self.label = (
             rf"(?i)[【\[]?(?:{_part_groups(cfg.label_cues)})(?:\s*(?:{suffixes}))?{_LABEL_SEP}"
         )
         self.label_at_start = "(?i)^" + self.label.removeprefix("(?i)")
         self.label_groups = _groups_in(cfg.label_cues)
         self.inline_groups = _groups_in(cfg.inline_cues)
-        prefixes = _alt(cfg.inline_cue_prefixes)
+        prefixes = word_alternation(cfg.inline_cue_prefixes)
         inline_groups = _part_groups(cfg.inline_cues)
         self.inline = rf"(?i)^(?:(?:{prefixes})\s*)?(?:{inline_groups})"
-        all_inline = _alt([w for words in cfg.inline_cues.values() for w in words])
+        all_inline = word_alternation([w for words in cfg.inline_cues.values() for w in words])
         # "…and replaced the belt", "…并更换轴承": a cue after a conjunction opens a new clause.
         self.conjunction = rf"(?i)(?P<conj>{_CONJUNCTION})(?P<cue>{all_inline})"
         self.hints = {
-            PARTS.index(p): rf"(?i){_alt(cfg.unlabelled_hints[p])}"
+            PARTS.index(p): rf"(?i){word_alternation(cfg.unlabelled_hints[p])}"
             for p in ("prevention", "action", "diagnosis", "symptom")
             if cfg.unlabelled_hints.get(p)
         }
@@ -91,7 +93,7 @@ def _struct_part(struct_col: str, groups: list[str]) -> tuple[pl.Expr, pl.Expr]:
     return idx, word
 
 
-def _language(df: pl.DataFrame, text_cols: list[str]) -> pl.Expr:
+def record_language(df: pl.DataFrame, text_cols: list[str]) -> pl.Expr:
     """The record's language column, or "zh" when its text has Han characters, else "en"."""
     detected = (
         pl.when(
@@ -130,7 +132,7 @@ def _clauses(df: pl.DataFrame, cols: list[tuple[str, int]], rx: _Regexes) -> pl.
     names = [c for c, _ in cols]
     long = df.select(
         "_row",
-        _language(df, names).alias("_lang"),
+        record_language(df, names).alias("_lang"),
         pl.concat_list([pl.col(c).cast(pl.String) for c in names]).alias("_text"),
     )
     long = _explode_with_index(long, "_text", "_col_i").drop_nulls("_text")

@@ -226,7 +226,9 @@ class TierConfig(BaseModel):
             "clogged", "shorted", "burnt", "leak", "seized", "overheat", "overload", "backlash",
         ]
     )  # fmt: skip
-    alarm_code_pattern: str = r"\b(?:[A-Z]{1,4}[-: ]?\d{3,6}|\d{3,6}\s*(?:号)?报警)\b"
+    alarm_code_pattern: str = (
+        r"\b[A-Z]{1,4}[-: ]?\d{3,6}\b|\d{3,6}\s*号?报警|报警\s*号?\s*[:：]?\s*\d{3,6}"
+    )
     # A concrete action: one of these verbs followed by an object, or a part number.
     action_verbs: list[str] = Field(
         default_factory=lambda: [
@@ -235,7 +237,7 @@ class TierConfig(BaseModel):
             "replaced", "replace", "adjusted", "adjust", "cleaned", "clean", "tightened",
             "tighten", "repaired", "repair", "recalibrated", "calibrated", "realigned",
             "reseated", "swapped", "installed", "lubricated", "flushed", "changed", "set",
-            "reset", "rewired", "resoldered", "refilled",
+            "rewired", "resoldered", "refilled",
         ]
     )  # fmt: skip
     # Object after a verb: what may stand between them, and what may not start the object.
@@ -249,8 +251,9 @@ class TierConfig(BaseModel):
             "后", "完", "好", "过", "一下", "it", "them", "this", "that", "ok", "done",
         ]
     )  # fmt: skip
+    # Dashed codes with a letter ("A06B-6240-H105", "6205-2RS"; not dates) or a labelled number.
     part_number_pattern: str = (
-        r"\b(?:[A-Z]{1,5}\d[A-Z0-9]*|\d{2,}[A-Z0-9]*)(?:[-/][A-Z0-9]+)+\b"
+        r"\b[A-Z0-9]*[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\b|\b\d+(?:-[A-Z0-9]+)*-[A-Z0-9]*[A-Z][A-Z0-9]*\b"
         r"|(?i:P/N|part\s*no\.?|料号|物料号|订货号)\s*[:：]?\s*[A-Za-z0-9-]{4,}"
     )
     # Sources that are fault-log style: tier C unless all four parts are present.
@@ -288,3 +291,4 @@ class MessagesConfig(BaseModel):
     diagnosis_label: Localized = Localized(zh="诊断", en="Diagnosis")
     action_label: Localized = Localized(zh="处理", en="Action")
     prevention_label: Localized = Localized(zh="预防", en="Prevention")
+    label_separator: Localized = Localized(zh="：", en=": ")

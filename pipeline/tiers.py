@@ -1,0 +1,126 @@
+"""Quality tiers of four-part samples, each row with the reasons for its tier.
+
+A (expert-grade): all four parts, a specific diagnosis, a concrete action.
+B (usable): symptom and action plus a diagnosis or a prevention.
+C (real-scene, for alignment): symptom and action only, or fault-log style (tier C unless all
+four parts are present). Rows without a symptom or an action meet no tier: `below_tier_c`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.stage import StageResult, make_rejects, stage_result
+from pipeline.structure import record_language, word_alternation
+from schemas.records import PARTS
+from schemas.samples import TierConfig
+
+STAGE = "tier"
+
+
+def _present(part: str) -> pl.Expr:
+    return pl.col(part).str.strip_chars().str.len_chars().fill_null(0) > 0
+
+
+def _concrete_action(cfg: TierConfig) -> pl.Expr:
+    """A verb of replacing/adjusting/cleaning followed by an object, or a part number."""
+    verbs = word_alternation(cfg.action_verbs)
+    fillers = word_alternation(cfg.action_object_fillers)
+    with_object = rf"(?i)(?:{verbs})\s*(?:(?:{fillers})\s*)*[\p{{L}}\p{{N}}][\p{{L}}\p{{N}}\-]*"
+    lead = rf"(?i)^(?:{verbs})\s*(?:(?:{fillers})\s*)*"
+    stop = rf"(?i)^(?:{word_alternation(cfg.action_object_stopwords)})"
+    objects = (
+        pl.col("action")
+        .fill_null("")
+        .str.extract_all(with_object)
+        .list.eval(pl.element().str.replace(lead, ""))
+    )
+    has_object = objects.list.eval(~pl.element().str.contains(stop)).list.any()
+    return has_object | pl.col("action").fill_null("").str.contains(cfg.part_number_pattern)
+
+
+def _diagnosis_shortfall(cfg: TierConfig, language: pl.Expr) -> pl.Expr:
+    """Why the diagnosis is not specific (a reason code), null when it is."""
+    diagnosis = pl.col("diagnosis").fill_null("")
+    min_chars = (
+        pl.when(language == "zh")
+        .then(cfg.min_diagnosis_chars_zh)
+        .otherwise(cfg.min_diagnosis_chars_en)
+    )
+    names_something = diagnosis.str.contains(
+        rf"(?i){word_alternation(cfg.diagnosis_terms)}"
+    ) | diagnosis.str.contains(cfg.alarm_code_pattern)
+    return (
+        pl.when(~_present("diagnosis"))
+        .then(pl.lit("missing_diagnosis"))
+        .when(diagnosis.str.contains(rf"(?i){word_alternation(cfg.vague_diagnosis_terms)}"))
+        .then(pl.lit("vague_diagnosis"))
+        .when(diagnosis.str.strip_chars().str.len_chars() < min_chars)
+        .then(pl.lit("short_diagnosis"))
+        .when(~names_something)
+        .then(pl.lit("generic_diagnosis"))
+    )
+
+
+def assign_tiers(df: pl.DataFrame, cfg: TierConfig | None = None) -> StageResult:
+    """Add `tier` ("A"/"B"/"C") and `tier_reasons`; reject rows that meet no tier."""
+    cfg = cfg or TierConfig()
+    df = df.with_columns(
+        (pl.col(p) if p in df.columns else pl.lit(None)).cast(pl.String).alias(p) for p in PARTS
+    )
+    language = record_language(df, list(PARTS))
+    fault_log = (
+        pl.col("source_kind").is_in(cfg.fault_log_source_kinds).fill_null(False)
+        if "source_kind" in df.columns
+        else pl.lit(False)
+    )
+    work = df.with_columns(
+        *[_present(p).alias(f"_has_{p}") for p in PARTS],
+        _diagnosis_shortfall(cfg, language).alias("_diagnosis_shortfall"),
+        _concrete_action(cfg).alias("_concrete"),
+        fault_log.alias("_fault_log"),
+    )
+    has = {p: pl.col(f"_has_{p}") for p in PARTS}
+    all_four = has["symptom"] & has["diagnosis"] & has["action"] & has["prevention"]
+    base = has["symptom"] & has["action"]
+    tier_a = all_four & pl.col("_diagnosis_shortfall").is_null() & pl.col("_concrete")
+    tier_b = base & (has["diagnosis"] | has["prevention"]) & (all_four | ~pl.col("_fault_log"))
+    tier = (
+        pl.when(tier_a)
+        .then(pl.lit("A"))
+        .when(tier_b)
+        .then(pl.lit("B"))
+        .when(base)
+        .then(pl.lit("C"))
+    )
+    shortfalls = [
+        pl.when(pl.col("_fault_log") & ~all_four).then(pl.lit("fault_log")),
+        pl.when(base & ~has["diagnosis"] & ~has["prevention"]).then(
+            pl.lit("symptom_and_action_only")
+        ),
+        pl.col("_diagnosis_shortfall"),
+        pl.when(~pl.col("_concrete")).then(pl.lit("vague_action")),
+        pl.when(~has["prevention"]).then(pl.lit("missing_prevention")),
+    ]
+    reasons = (
+        pl.when(tier_a)
+        .then(pl.lit(["all_four_parts", "specific_diagnosis", "concrete_action"]))
+        .otherwise(pl.concat_list(shortfalls).list.drop_nulls())
+    )
+    work = work.with_columns(tier.alias("tier"), reasons.alias("tier_reasons"))
+    kept = work.filter(pl.col("tier").is_not_null()).select(*df.columns, "tier", "tier_reasons")
+    below = work.filter(pl.col("tier").is_null())
+    missing = pl.concat_list(
+        [pl.when(~has[p]).then(pl.lit(p)) for p in ("symptom", "action")]
+    ).list.drop_nulls()
+    rejected = make_rejects(
+        below.select(*df.columns, missing.alias("_missing")),
+        STAGE,
+        "below_tier_c",
+        detail=pl.lit("missing ") + pl.col("_missing").list.join(" and "),
+    )
+    counts = kept.get_column("tier").value_counts()
+    by_tier = dict(zip(counts["tier"].to_list(), counts["count"].to_list(), strict=True))
+    return stage_result(
+        kept, rejected, read=df.height, **{f"tier_{t}": by_tier.get(t, 0) for t in "ABC"}
+    )
