@@ -75,8 +75,11 @@ class TiktokenTokenizer:
         except KeyError:
             return None
 
-    def count(self, texts: pl.Series, num_threads: int, batch_rows: int) -> np.ndarray:
-        """Tokens per string (no nulls). One tokenizer call per batch of rows.
+    def count(
+        self, texts: pl.Series, num_threads: int, batch_rows: int, add_special_tokens: bool
+    ) -> np.ndarray:
+        """Tokens per string (no nulls). One tokenizer call per batch of rows. Qwen's BPE has
+        no BOS or post-processor, so `add_special_tokens` adds nothing.
 
         A batch is joined with a special token that occurs in none of its strings. Special
         tokens split the text before the BPE, so each piece encodes exactly as it would alone,
@@ -112,13 +115,18 @@ class HFTokenizer:
     def token_id(self, token: str) -> int | None:
         return self.tokenizer.token_to_id(token)
 
-    def count(self, texts: pl.Series, num_threads: int, batch_rows: int) -> np.ndarray:
-        """Tokens per string (no nulls). Threads come from the library's Rayon pool
-        (RAYON_NUM_THREADS), so `num_threads` does not apply here."""
+    def count(
+        self, texts: pl.Series, num_threads: int, batch_rows: int, add_special_tokens: bool
+    ) -> np.ndarray:
+        """Tokens per string (no nulls); `add_special_tokens` runs the tokenizer's post-processor
+        (a BOS, say). Threads come from the library's Rayon pool (RAYON_NUM_THREADS), so
+        `num_threads` does not apply here."""
 
         def count_batch(offset: int) -> np.ndarray:
             batch = texts.slice(offset, batch_rows).to_list()
-            encodings = self.tokenizer.encode_batch_fast(batch, add_special_tokens=False)
+            encodings = self.tokenizer.encode_batch_fast(
+                batch, add_special_tokens=add_special_tokens
+            )
             return np.fromiter(map(len, encodings), dtype=np.int64, count=len(batch))
 
         return _run_batches(count_batch, texts.len(), 1, batch_rows)
@@ -217,14 +225,16 @@ def count_tokens(df: pl.DataFrame, cfg: TokenizerConfig, column: str = "messages
     """Add `n_tokens` (Int32): tokens the trainer sees for each row of `column`.
 
     `column` is either a conversation (List(Struct{role, content}), rendered with the chat
-    template) or a plain String (raw text, plus one EOS token when `cfg.add_eos`). Null rows
-    get a null count.
+    template, which holds every special token) or a plain String (raw text with the tokenizer's
+    own post-processing, a Llama BOS say, plus one EOS token when `cfg.add_eos`). Null rows get
+    a null count.
     """
     tok = load_tokenizer(cfg)
     dtype = df.schema[column]
     if dtype == pl.String:
         text = pl.col(column)
         extra = 0
+        plain = True
         if cfg.add_eos:
             if tok.token_id(cfg.eos_token) is None:
                 raise ValueError(
@@ -238,12 +248,13 @@ def count_tokens(df: pl.DataFrame, cfg: TokenizerConfig, column: str = "messages
     ):
         text = render_chat(pl.col(column), cfg)
         extra = 0
+        plain = False
     else:
         raise TypeError(
             f"column {column!r} has dtype {dtype}; expected String or List(Struct{{role, content}})"
         )
     texts = df.select(text).to_series()
-    counts = tok.count(texts.fill_null(""), cfg.num_threads, cfg.batch_rows) + extra
+    counts = tok.count(texts.fill_null(""), cfg.num_threads, cfg.batch_rows, plain) + extra
     n_tokens = pl.Series("n_tokens", counts, dtype=pl.Int32)
     if texts.null_count():
         n_tokens = pl.select(pl.when(texts.is_not_null()).then(n_tokens)).to_series()

