@@ -27,10 +27,12 @@ class ChatTemplate(BaseModel):
     @field_validator("message")
     @classmethod
     def _known_fields(cls, v: str) -> str:
-        fields = [f for _, f, _, _ in Formatter().parse(v) if f is not None]
-        if sorted(fields) != ["content", "role"]:
+        parsed = [(f, spec, conv) for _, f, spec, conv in Formatter().parse(v) if f is not None]
+        fields = [f for f, _, _ in parsed]
+        if sorted(fields) != ["content", "role"] or any(spec or conv for _, spec, conv in parsed):
             raise ValueError(
-                f"message pattern must use {{role}} and {{content}} once each, got {fields}"
+                "message pattern must use {role} and {content} once each, without format specs; "
+                f"got {fields}"
             )
         return v
 

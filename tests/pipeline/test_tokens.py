@@ -160,8 +160,10 @@ def test_custom_template_with_role_names() -> None:
     rendered = _rendered(_conversations(), TokenizerConfig(chat_template=gemma))
     assert rendered[1].startswith("<bos><start_of_turn>user\nHaas VF-2")
     assert "<start_of_turn>model\nSymptom: Y-axis overload." in rendered[1]
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="once each"):
         ChatTemplate(message="<s>{content}</s>")
+    with pytest.raises(ValidationError, match="without format specs"):
+        ChatTemplate(message="<s>{role!r}{content}</s>")
     with pytest.raises(ValidationError):
         TokenizerConfig(chat_template="vicuna")
 
