@@ -1,0 +1,464 @@
+"""Peak GPU memory per device for training or serving a Llama/Qwen-style decoder.
+
+The terms follow the physics in ../shared/reference/gpu-memory.md:
+- model states per parameter by precision regime and optimizer (ZeRO paper accounting: 16 B for
+  bf16 mixed Adam), sharded by ZeRO stage / FSDP over the data-parallel degree, split by TP/PP;
+- activations tensor by tensor for an RMSNorm + RoPE + GQA + SwiGLU block, adapting Korthikanti
+  et al. (2022): what autograd saves depends on which weights train (a frozen linear does not
+  keep its input), the attention kernel (FlashAttention keeps no s x s matrix) and recomputation;
+- the logits / cross-entropy spike: tokens x vocab elements, 12 bytes each for an fp32-upcast
+  loss at the start of the backward pass (fp32 log-probs saved + their gradient + the logits'
+  gradient), less when chunked or fused;
+- LoRA adapters and QLoRA NF4 storage (4.127 bit/param with double quantization);
+- overhead: allocator reserve on top of allocated bytes, CUDA context, NCCL buffers.
+No term is fitted to measurements; docs/calibration.md compares the result with published peaks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from schemas.memory import GIB, MemoryBreakdown, ModelSpec, TrainingSetup
+
+from .gpus import Gpu
+
+# Bytes per parameter of quantized linear weights.
+NF4_DQ_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8  # 4.127 bit: NF4 + double-quantized absmax
+NF4_BYTES = (4 + 32 / 64) / 8  # 4.5 bit: NF4 + fp32 absmax per 64 weights
+GPTQ_INT4_BYTES = (4 + (16 + 4) / 128) / 8  # int4 + fp16 scale and 4-bit zero per group of 128
+INT8_BYTES = 1.0
+
+# Logit-element bytes at the loss spike (start of backward) by loss implementation.
+LOGIT_BYTES_STANDARD = 12.0  # fp32 log-probs (saved) + fp32 grad of log-probs + fp32 grad of logits
+LOGIT_BYTES_BF16_CHUNK = 2.0  # chunked: bf16 logits chunks stay materialized
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    embedding: int
+    lm_head: int  # 0 when tied to the embedding
+    per_layer: int
+    per_layer_linear: int  # the part that quantizes (q/k/v/o/gate/up/down weights)
+    largest_linear: int
+    final_norm: int
+    num_layers: int
+
+    @property
+    def total(self) -> int:
+        return self.embedding + self.lm_head + self.final_norm + self.per_layer * self.num_layers
+
+
+def linear_shapes(m: ModelSpec) -> dict[str, tuple[int, int]]:
+    """(d_in, d_out) of each linear in one decoder layer."""
+    h, d = m.hidden_size, m.d_head
+    q, kv = m.num_heads * d, m.num_kv_heads * d
+    f = m.intermediate_size
+    return {
+        "q_proj": (h, q),
+        "k_proj": (h, kv),
+        "v_proj": (h, kv),
+        "o_proj": (q, h),
+        "gate_proj": (h, f),
+        "up_proj": (h, f),
+        "down_proj": (f, h),
+    }
+
+
+def param_counts(m: ModelSpec) -> ParamCounts:
+    shapes = linear_shapes(m)
+    linear = sum(i * o for i, o in shapes.values())
+    bias = (shapes["q_proj"][1] + 2 * shapes["k_proj"][1]) if m.qkv_bias else 0
+    norms = 2 * m.hidden_size + (2 * m.d_head if m.qk_norm else 0)
+    emb = m.vocab_size * m.hidden_size
+    return ParamCounts(
+        embedding=emb,
+        lm_head=0 if m.tie_embeddings else emb,
+        per_layer=linear + bias + norms,
+        per_layer_linear=linear,
+        largest_linear=max(i * o for i, o in shapes.values()),
+        final_norm=m.hidden_size,
+        num_layers=m.num_layers,
+    )
+
+
+def lora_params_per_layer(m: ModelSpec, rank: int, targets: tuple[str, ...]) -> int:
+    shapes = linear_shapes(m)
+    return sum(rank * (shapes[t][0] + shapes[t][1]) for t in targets)
+
+
+def state_bytes_per_param(setup: TrainingSetup) -> tuple[float, float, float]:
+    """(weight, gradient, optimizer) bytes per fully trained parameter.
+
+    bf16_mixed Adam: 2 + 2 + 12 (fp32 master, m, v) = 16; pure bf16 Adam: 2 + 2 + 4 = 8;
+    fp32 Adam: 4 + 4 + 8 = 16. fp8 linears keep bf16_mixed states (no saving in model states).
+    """
+    p = setup.precision
+    weight = 4.0 if p == "fp32" else 2.0
+    grad = weight + (4.0 if setup.fp32_grad_accum and p != "fp32" else 0.0)
+    state = 2.0 if p == "bf16" else 4.0  # dtype of optimizer moments
+    master = 4.0 if p in ("bf16_mixed", "fp8") else 0.0
+    return weight, grad, master + _moment_bytes(setup.optimizer, state)
+
+
+def _moment_bytes(optimizer: str, state_dtype_bytes: float) -> float:
+    """Optimizer moments per trainable parameter (paged variants have the same footprint)."""
+    if optimizer.endswith("8bit"):
+        return 2.0  # m and v in 8 bit (block-wise absmax adds ~1 %)
+    if optimizer == "sgd":
+        return state_dtype_bytes  # momentum buffer
+    return 2 * state_dtype_bytes  # Adam m and v
+
+
+def _step_temp_bytes(optimizer: str, state_dtype_bytes: float) -> float:
+    """Scratch of torch's foreach AdamW: one state-sized temporary (sqrt of v) per parameter."""
+    return 0.0 if optimizer.endswith("8bit") or optimizer == "sgd" else state_dtype_bytes
+
+
+def _quant_bytes(setup: TrainingSetup) -> float | None:
+    q = setup.quantization
+    if q == "auto":
+        q = "nf4" if setup.method == "qlora" else "none"
+    if q == "none":
+        return None
+    if q == "nf4":
+        return NF4_DQ_BYTES if setup.double_quant else NF4_BYTES
+    return GPTQ_INT4_BYTES if q == "gptq_int4" else INT8_BYTES
+
+
+@dataclass(frozen=True)
+class _Tensor:
+    """A tensor autograd keeps for one layer: bytes per token, whether TP splits it."""
+
+    name: str
+    bytes_per_token: float
+    tp_split: bool = True
+    core: bool = False  # attention-core internal, dropped by selective recompute
+    group: str = "attention"
+
+
+def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[_Tensor]:
+    """Tensors one decoder layer saves for backward without recomputation (per token)."""
+    h, d, a, kv, f = m.hidden_size, m.d_head, m.num_heads, m.num_kv_heads, m.intermediate_size
+    e = 4.0 if s.precision == "fp32" else 2.0
+    full = s.method == "full"
+    lora = s.method in ("lora", "qlora")
+    adapted = set(s.lora_targets) if lora else set()
+    dropout = lora and s.lora_dropout > 0
+
+    def input_kept(*modules: str) -> bool:
+        """A linear input stays alive if its weight trains, or a dropout-free adapter reads it."""
+        return full or (not dropout and bool(adapted.intersection(modules)))
+
+    kv_width = kv * d if s.attention == "flash" else a * d  # sdpa/eager repeat K,V to all heads
+    t: list[_Tensor] = [
+        _Tensor("attn_norm_fp32_in", 4.0 * h, tp_split=False),
+        _Tensor("attn_norm_normed", e * h if full else 0.0, tp_split=False),
+        _Tensor("qkv_in", e * h if input_kept("q_proj", "k_proj", "v_proj") else 0.0, False),
+        _Tensor("q_k_v", e * (a * d + 2 * kv_width)),
+    ]
+    if m.qk_norm:
+        t.append(_Tensor("qk_norm_fp32_in", 4.0 * (a + kv) * d))
+    if s.attention == "eager":
+        t.append(_Tensor("softmax_fp32_and_probs", (4.0 + e) * a * s.seq_len, core=True))
+        o_in = e * a * d if input_kept("o_proj") else 0.0
+        t.append(_Tensor("o_proj_in", o_in))
+    else:
+        t.append(_Tensor("softmax_lse", 4.0 * a, core=True))
+        # The kernel saves its output O, which is also o_proj's input.
+        t.append(_Tensor("attn_out", e * a * d, core=not input_kept("o_proj")))
+    t += [
+        _Tensor("mlp_norm_fp32_in", 4.0 * h, tp_split=False, group="mlp"),
+        _Tensor("mlp_norm_normed", e * h if full else 0.0, tp_split=False, group="mlp"),
+        _Tensor(
+            "gate_up_in", e * h if input_kept("gate_proj", "up_proj") else 0.0, False, group="mlp"
+        ),
+        _Tensor("gate_up_silu", 3 * e * f, group="mlp"),
+        _Tensor("down_in", e * f if input_kept("down_proj") else 0.0, group="mlp"),
+    ]
+    shapes = linear_shapes(m)
+    for name in sorted(adapted):
+        d_in = shapes[name][0]
+        group = "mlp" if name in ("gate_proj", "up_proj", "down_proj") else "attention"
+        split = name in ("o_proj", "down_proj")
+        t.append(_Tensor(f"lora_{name}_a_out", e * s.lora_rank, False, group=group))
+        if dropout:  # the dropped-out copy of x and its mask
+            t.append(_Tensor(f"lora_{name}_dropout", (e + 1.0) * d_in, split, group=group))
+    return [x for x in t if x.bytes_per_token > 0]
+
+
+def _per_token(tensors: list[_Tensor], tp: int, sp: bool) -> float:
+    return sum(x.bytes_per_token / (tp if (x.tp_split or sp) else 1) for x in tensors)
+
+
+@dataclass(frozen=True)
+class _Acts:
+    stored: float  # alive from forward through the start of backward
+    transient: float  # extra while the last layer is recomputed (logits gone by then)
+
+
+def activation_bytes(m: ModelSpec, s: TrainingSetup, layers: int, in_flight: int) -> _Acts:
+    """Activation bytes of `layers` decoder layers holding `in_flight` micro-batches."""
+    tokens = s.tokens
+    tp, sp = s.tp, s.sequence_parallel and s.tp > 1
+    e = 4.0 if s.precision == "fp32" else 2.0
+    saved = layer_saved_tensors(m, s)
+    full_layer = _per_token(saved, tp, sp)
+    layer_in = e * m.hidden_size / (tp if sp else 1)
+    if s.recompute_modules:
+        groups = set(s.recompute_modules)
+        kept = [x for x in saved if x.group not in groups]
+        stored = _per_token(kept, tp, sp) + layer_in * len(groups)
+        transient = max(_per_token([x for x in saved if x.group == g], tp, sp) for g in groups)
+    elif s.recompute == "none":
+        stored, transient = full_layer, 0.0
+    elif s.recompute == "selective":
+        core = _per_token([x for x in saved if x.core], tp, sp)
+        stored, transient = full_layer - core, core
+    elif s.recompute == "selective_op":
+        h, d, a, kv, f = (m.hidden_size, m.d_head, m.num_heads, m.num_kv_heads,
+                          m.intermediate_size)  # fmt: skip
+        # layer input, q and v (1st and 3rd matmul), attention output + lse, gate (5th), down (7th)
+        stored = layer_in + e * (a * d + kv * d + a * d + f + h) / tp + 4.0 * a / tp
+        transient = max(full_layer - stored, 0.0)
+    else:  # full
+        stored, transient = layer_in, full_layer
+    per_layer_stored = stored * tokens
+    n_stored_layers = layers * in_flight
+    if s.activation_offload:  # saved tensors stream to the CPU; about two layers stay resident
+        n_stored_layers = min(n_stored_layers, 2)
+    return _Acts(stored=per_layer_stored * n_stored_layers, transient=transient * tokens)
+
+
+def _mask_bytes(s: TrainingSetup) -> float:
+    """Attention masks materialized for the whole forward: HF builds a 4D float mask for eager."""
+    if s.attention == "eager":
+        return s.micro_batch * s.seq_len**2 * (4.0 if s.precision == "fp32" else 2.0)
+    if s.attention == "sdpa" and s.packing:  # block-causal boolean mask for packed rows
+        return float(s.micro_batch * s.seq_len**2)
+    return 0.0
+
+
+def logits_bytes(m: ModelSpec, s: TrainingSetup) -> float:
+    """Loss spike at the start of backward, per device."""
+    tokens = s.tokens
+    v = m.vocab_size / s.tp  # vocab-parallel output layer and cross-entropy
+    if s.loss == "standard":
+        return tokens * v * LOGIT_BYTES_STANDARD
+    if s.loss == "chunked":
+        return tokens * v * (LOGIT_BYTES_BF16_CHUNK + LOGIT_BYTES_STANDARD / s.loss_chunks)
+    # fused: chunks of ceil(tokens / ceil(V/h)) rows (Liger's rule), i.e. about tokens*h logits,
+    # plus the bf16 gradient of the hidden states computed in the forward pass.
+    chunk_rows = math.ceil(tokens / math.ceil(m.vocab_size / m.hidden_size))
+    return chunk_rows * v * LOGIT_BYTES_STANDARD + tokens * m.hidden_size * 2.0
+
+
+def _overhead_bytes(s: TrainingSetup, allocated: float) -> tuple[float, float]:
+    """(allocator reserve, context + NCCL) in bytes."""
+    nccl = s.nccl_gib if s.nccl_gib is not None else (0.5 if s.world_size > 1 else 0.0)
+    return allocated * s.allocator_reserve, (s.cuda_context_gib + nccl) * GIB
+
+
+def _stage_layers(m: ModelSpec, s: TrainingSetup) -> int:
+    return math.ceil(m.num_layers / s.pp)
+
+
+def estimate(m: ModelSpec, s: TrainingSetup) -> MemoryBreakdown:
+    """Peak memory per device. With pipeline parallelism, the more loaded of first/last stage."""
+    if s.method == "inference":
+        return _inference(m, s)
+    stages = ["only"] if s.pp == 1 else ["first", "last"]
+    results = [_train_stage(m, s, stage) for stage in stages]
+    return max(results, key=lambda r: r.total_bytes)
+
+
+def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
+    pc = param_counts(m)
+    n_layers = _stage_layers(m, s)
+    has_embed = stage in ("only", "first")
+    has_head = stage in ("only", "last")
+    tp = s.tp
+    shard = s.dp if s.zero >= 1 else 1
+
+    layer_params = pc.per_layer * n_layers / tp
+    embed_params = pc.embedding / tp if has_embed else 0.0
+    head_params = 0.0  # a tied head needs its own copy when it sits on a later stage
+    if has_head:
+        head_params = (pc.lm_head if stage == "only" else pc.lm_head or pc.embedding) / tp
+    stage_params = layer_params + embed_params + head_params + (pc.final_norm if has_head else 0)
+    big_params = embed_params + head_params  # embedding-like: never quantized
+
+    w_b, g_b, o_b = state_bytes_per_param(s)
+    state_dtype = 2.0 if s.precision == "bf16" else 4.0
+    temp_b = 0.0 if s.optimizer_fused else _step_temp_bytes(s.optimizer, state_dtype)
+    full = s.method == "full"
+    quant = _quant_bytes(s)
+
+    # Frozen or trained base weights.
+    if quant is not None:
+        linear = pc.per_layer_linear * n_layers / tp
+        base_w = linear * quant + (stage_params - linear) * w_b
+    else:
+        base_w = stage_params * w_b
+    weights = base_w / (shard if s.zero == 3 else 1)
+    gradients = optimizer = step_temp = adapters = 0.0
+    trainable = 0.0
+    if full:
+        trainable = stage_params
+        gradients = stage_params * g_b / (shard if s.zero >= 2 else 1)
+        optimizer = stage_params * o_b / shard
+        step_temp = stage_params * temp_b / shard
+    else:
+        lora_p = lora_params_per_layer(m, s.lora_rank, s.lora_targets) * n_layers / tp
+        trainable = lora_p
+        # PEFT keeps adapters in fp32 unless the whole run is pure bf16.
+        a_b = 2.0 if s.precision == "bf16" else 4.0
+        adapter_states = a_b + a_b + _moment_bytes(s.optimizer, a_b)
+        adapters = lora_p * adapter_states / shard
+        if not s.optimizer_fused:
+            step_temp = lora_p * _step_temp_bytes(s.optimizer, a_b) / shard
+        if s.train_embeddings:  # modules_to_save: a trainable copy in the base dtype
+            e_b = 4.0 if s.precision == "fp32" else 2.0
+            trainable += big_params
+            weights += big_params * e_b / (shard if s.zero == 3 else 1)
+            gradients = big_params * e_b / (shard if s.zero >= 2 else 1)
+            optimizer = big_params * _moment_bytes(s.optimizer, e_b) / shard
+            if not s.optimizer_fused:
+                step_temp += big_params * _step_temp_bytes(s.optimizer, e_b) / shard
+    if s.optimizer_in_backward:  # each gradient is applied and freed as it arrives
+        gradients = min(gradients, pc.per_layer / tp * g_b)
+        step_temp = min(step_temp, pc.largest_linear / tp * temp_b)
+
+    # ZeRO-3 / FSDP: the current and the prefetched layer unsharded, plus the unsharded gradient
+    # of the current layer before its reduce-scatter. QLoRA: one linear dequantized to bf16.
+    layer_w = pc.per_layer / tp * (quant if quant is not None else w_b)
+    if s.zero == 3 and shard > 1:
+        weights += 2 * layer_w + (pc.per_layer / tp * w_b if full else 0.0)
+    if quant is not None:
+        weights += pc.largest_linear / tp * 2.0
+    if s.offload in ("optimizer", "all"):
+        optimizer, step_temp = 0.0, 0.0
+    if s.offload == "all":
+        weights = 2 * layer_w + (pc.per_layer / tp * w_b if full else 0.0)
+        gradients = 0.0
+
+    in_flight = min(s.pp, s.grad_accum_steps) if stage == "first" else 1
+    acts = activation_bytes(m, s, n_layers, in_flight)
+    e = 4.0 if s.precision == "fp32" else 2.0
+    outside = 0.0
+    if has_head:  # final norm's fp32 input; its output feeds lm_head if the head trains
+        head_trains = full or s.train_embeddings
+        outside = s.tokens * m.hidden_size * (4.0 + (2 * e if head_trains else 0.0))
+    stored = acts.stored + outside + _mask_bytes(s)
+    logits = logits_bytes(m, s) if has_head else 0.0
+
+    grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward
+    g_fwd = gradients if grads_alive else 0.0
+    static = weights + optimizer + adapters
+    moments = {
+        "backward_start": dict(gradients=g_fwd, activations=stored, logits_and_loss=logits),
+        "layer_recompute": dict(gradients=g_fwd, activations=stored + acts.transient),
+    }
+    if not s.optimizer_in_backward:
+        moments["optimizer_step"] = dict(gradients=gradients, optimizer_step_temp=step_temp)
+    return _breakdown(m, s, pc, trainable, static, weights, optimizer, adapters, moments)
+
+
+def _breakdown(
+    m: ModelSpec,
+    s: TrainingSetup,
+    pc: ParamCounts,
+    trainable: float,
+    static: float,
+    weights: float,
+    optimizer: float,
+    adapters: float,
+    moments: dict[str, dict[str, float]],
+) -> MemoryBreakdown:
+    phases: dict[str, int] = {}
+    best: tuple[float, str, dict[str, float]] | None = None
+    for name, terms in moments.items():
+        allocated = static + sum(terms.values())
+        reserve, fixed = _overhead_bytes(s, allocated)
+        phases[name] = int(allocated + reserve + fixed)
+        if best is None or allocated > best[0]:
+            best = (allocated, name, terms)
+    assert best is not None
+    allocated, phase, terms = best
+    reserve, fixed = _overhead_bytes(s, allocated)
+    return MemoryBreakdown(
+        model=m.name,
+        params=pc.total,
+        trainable_params=int(trainable),
+        weights=int(weights),
+        gradients=int(terms.get("gradients", 0.0)),
+        optimizer=int(optimizer),
+        optimizer_step_temp=int(terms.get("optimizer_step_temp", 0.0)),
+        activations=int(terms.get("activations", 0.0)),
+        logits_and_loss=int(terms.get("logits_and_loss", 0.0)),
+        adapters=int(adapters),
+        overhead=int(reserve + fixed),
+        peak_phase=phase,  # type: ignore[arg-type]
+        phases=phases,
+        allocated_bytes=int(allocated),
+        reserved_bytes=int(allocated + reserve),
+        total_bytes=int(allocated + reserve + fixed),
+    )
+
+
+def _inference(m: ModelSpec, s: TrainingSetup) -> MemoryBreakdown:
+    """Weights + KV cache + the prefill working set of one layer + last-token logits."""
+    pc = param_counts(m)
+    tp = s.tp
+    e = 4.0 if s.precision == "fp32" else 2.0
+    quant = _quant_bytes(s)
+    n_layers = _stage_layers(m, s)
+    layer_params = pc.per_layer * n_layers / tp
+    other = (pc.embedding + pc.lm_head + pc.final_norm) / tp
+    if quant is not None:
+        linear = pc.per_layer_linear * n_layers / tp
+        weights = linear * quant + (layer_params - linear + other) * e
+        weights += pc.largest_linear / tp * e  # one dequantized tile
+    else:
+        weights = (layer_params + other) * e
+    tokens = s.tokens
+    kv_cache = 2.0 * n_layers * tokens * m.num_kv_heads * m.d_head * e / tp
+    h, f = m.hidden_size, m.intermediate_size
+    a_width = (m.num_heads + 2 * m.num_kv_heads) * m.d_head
+    prefill = tokens * e * (2 * h + a_width + 3 * f) / tp  # one layer's live tensors at prefill
+    logits = s.micro_batch * m.vocab_size * 4.0 * 2  # last-token logits in fp32 + softmax
+    moments = {"inference": dict(activations=kv_cache + prefill, logits_and_loss=logits)}
+    return _breakdown(m, s, pc, 0.0, weights, weights, 0.0, 0.0, moments)
+
+
+def fits(m: ModelSpec, s: TrainingSetup, gpu: Gpu, headroom: float = 0.15) -> bool:
+    """True if the device total stays below (1 - headroom) of the card's memory."""
+    return estimate(m, s).total_bytes <= gpu.memory_bytes * (1.0 - headroom)
+
+
+def max_micro_batch(
+    m: ModelSpec, s: TrainingSetup, gpu: Gpu, headroom: float = 0.15, limit: int = 1024
+) -> int:
+    """Largest micro-batch (rows of `s.seq_len`) that fits with `headroom`; 0 if none does.
+
+    A `gpu` with several devices trains data-parallel over them: the setup's `dp` is raised to
+    the device count (sharding follows `s.zero`).
+    """
+    if not 0.0 <= headroom < 1.0:
+        raise ValueError(f"headroom must be in [0, 1), got {headroom}")
+    if gpu.count > s.world_size:
+        s = s.model_copy(update={"dp": gpu.count // (s.tp * s.pp)})
+
+    def ok(b: int) -> bool:
+        return fits(m, s.model_copy(update={"micro_batch": b}), gpu, headroom)
+
+    if not ok(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and ok(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:  # memory is monotone in the micro-batch
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo

@@ -1,0 +1,186 @@
+"""Contracts of the GPU-memory estimator: the model shape, the training setup, the breakdown.
+
+Byte counts are per device. "GiB" is 2**30 bytes, "GB" 1e9 bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+GIB = 2**30
+
+Method = Literal["full", "lora", "qlora", "inference"]
+# fp32: everything fp32. bf16_mixed: bf16 compute copy, fp32 master weights and optimizer state
+# (LoRA: bf16 frozen base, fp32 adapters as PEFT keeps them). bf16: pure bf16, optimizer state in
+# bf16 too (torchtune default, LLaMA-Factory pure_bf16). fp8: fp8 linears over bf16_mixed states.
+Precision = Literal["fp32", "bf16_mixed", "bf16", "fp8"]
+Optimizer = Literal["adamw", "adamw_8bit", "sgd", "paged_adamw", "paged_adamw_8bit"]
+Attention = Literal["flash", "sdpa", "eager"]
+# selective: Korthikanti et al. (recompute the attention core: QK^T, softmax, attention over V).
+# selective_op: op-level SAC as in torchtitan (keep every other matmul output and the attention
+# output, recompute element-wise ops). full: keep only each layer's input.
+Recompute = Literal["none", "selective", "selective_op", "full"]
+RecomputeModule = Literal["attention", "mlp"]
+# standard: logits materialized and upcast to fp32 for cross-entropy (HF, torchtune, torchtitan).
+# chunked: output projection and CE per chunk (torchtune CEWithChunkedOutputLoss, TRL chunked_nll).
+# fused: linear + CE fused, logits never materialized (Liger FLCE, Apple CCE).
+LossImpl = Literal["standard", "chunked", "fused"]
+# auto: nf4 for qlora, none otherwise.
+Quantization = Literal["auto", "none", "nf4", "int8", "gptq_int4"]
+Offload = Literal["none", "optimizer", "all"]
+LinearName = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+PeakPhase = Literal["backward_start", "layer_recompute", "optimizer_step", "inference"]
+
+ALL_LINEAR: tuple[LinearName, ...] = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+)
+
+
+class ModelSpec(BaseModel):
+    """Shape of a Llama/Qwen-style decoder (RMSNorm, RoPE, GQA, SwiGLU MLP)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    hidden_size: int = Field(gt=0)
+    num_layers: int = Field(gt=0)
+    num_heads: int = Field(gt=0)
+    num_kv_heads: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    tie_embeddings: bool = False
+    max_context: int = Field(default=4096, gt=0)
+    head_dim: int | None = None  # None: hidden_size // num_heads
+    qkv_bias: bool = False
+    qk_norm: bool = False
+
+    @property
+    def d_head(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_heads
+
+
+class TrainingSetup(BaseModel):
+    """Everything besides the model shape that decides peak memory per device."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: Method = "lora"
+    precision: Precision = "bf16_mixed"
+    optimizer: Optimizer = "adamw"
+    optimizer_in_backward: bool = False  # step each parameter as its gradient arrives
+    optimizer_fused: bool = False  # fused kernel (DeepSpeed, torch fused=True): no step scratch
+    seq_len: int = Field(default=2048, gt=0)
+    micro_batch: int = Field(default=1, gt=0)
+    grad_accum_steps: int = Field(default=1, gt=0)  # >1 keeps gradients alive during forward
+    packing: bool = True
+    attention: Attention = "flash"
+    recompute: Recompute = "full"
+    recompute_modules: tuple[RecomputeModule, ...] = ()  # non-empty: checkpoint these modules
+    activation_offload: bool = False  # checkpointed layer inputs live on the CPU
+    loss: LossImpl = "standard"
+    loss_chunks: int = Field(default=8, gt=0)
+    zero: Literal[0, 1, 2, 3] = 0  # 3 == FSDP full shard
+    dp: int = Field(default=1, gt=0)
+    tp: int = Field(default=1, gt=0)
+    pp: int = Field(default=1, gt=0)
+    sequence_parallel: bool = True  # only meaningful when tp > 1
+    offload: Offload = "none"
+    quantization: Quantization = "auto"
+    double_quant: bool = True
+    fp32_grad_accum: bool = False  # DeepSpeed/Megatron keep an extra fp32 gradient buffer
+    lora_rank: int = Field(default=16, gt=0)
+    lora_targets: tuple[LinearName, ...] = ALL_LINEAR
+    lora_dropout: float = Field(default=0.05, ge=0.0, lt=1.0)
+    train_embeddings: bool = False  # embeddings and lm_head fully trainable (modules_to_save)
+    cuda_context_gib: float = Field(default=0.5, ge=0.0)
+    allocator_reserve: float = Field(default=0.05, ge=0.0)  # reserved / allocated - 1
+    nccl_gib: float | None = Field(default=None, ge=0.0)  # None: 0 on one GPU, 0.5 otherwise
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainingSetup:
+        if self.method in ("lora", "qlora") and not self.lora_targets:
+            raise ValueError("LoRA needs at least one target module")
+        if self.method == "inference" and self.zero:
+            raise ValueError("ZeRO sharding applies to training only")
+        return self
+
+    @property
+    def world_size(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    @property
+    def tokens(self) -> int:
+        return self.seq_len * self.micro_batch
+
+
+class MemoryBreakdown(BaseModel):
+    """Peak memory per device, in bytes: the terms alive at the peak moment.
+
+    Memory peaks at one of a few moments of a step: the start of the backward pass (all stored
+    activations plus the loss's gradient spike), the recompute of the last layer (a checkpointed
+    layer's activations rebuilt, logits already freed), or the optimizer step (all gradients plus
+    optimizer scratch, activations freed). `phases` gives the device total at each moment;
+    `peak_phase` names the largest, and the terms below are what is alive then, so they sum to
+    `allocated_bytes` (plus `overhead` to `total_bytes`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    params: int
+    trainable_params: int
+    weights: int
+    gradients: int
+    optimizer: int
+    optimizer_step_temp: int  # foreach optimizer scratch during step()
+    activations: int
+    logits_and_loss: int
+    adapters: int  # LoRA A/B weights with their gradients and optimizer state
+    overhead: int  # allocator reserve + CUDA context + NCCL buffers
+    peak_phase: PeakPhase
+    phases: dict[str, int]  # device total (with overhead) at each candidate moment
+    allocated_bytes: int  # what torch.cuda.max_memory_allocated would report
+    reserved_bytes: int  # what torch.cuda.max_memory_reserved would report
+    total_bytes: int  # device total, as nvidia-smi would show it
+
+    def terms(self) -> dict[str, int]:
+        """The breakdown terms, in bytes, in display order."""
+        return {
+            "weights": self.weights,
+            "gradients": self.gradients,
+            "optimizer": self.optimizer,
+            "optimizer_step_temp": self.optimizer_step_temp,
+            "activations": self.activations,
+            "logits_and_loss": self.logits_and_loss,
+            "adapters": self.adapters,
+            "overhead": self.overhead,
+        }
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_bytes / GIB
+
+    def as_json(self) -> dict[str, object]:
+        """Machine-readable summary: bytes and GiB per term, total_gib, the phases."""
+        return {
+            "model": self.model,
+            "params": self.params,
+            "trainable_params": self.trainable_params,
+            "peak_phase": self.peak_phase,
+            "total_gib": round(self.total_gib, 3),
+            "allocated_gib": round(self.allocated_bytes / GIB, 3),
+            "reserved_gib": round(self.reserved_bytes / GIB, 3),
+            "total_bytes": self.total_bytes,
+            "breakdown": {
+                k: {"bytes": v, "gib": round(v / GIB, 3)} for k, v in self.terms().items()
+            },
+            "phases_gib": {k: round(v / GIB, 3) for k, v in self.phases.items()},
+        }
