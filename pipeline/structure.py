@@ -22,6 +22,7 @@ _SEP = "\x1f"
 _CLAUSE_END = r"[。;；!！?？\n]|[^0-9][,，]|\.\s|\p{Han}\."
 _LABEL_SEP = r"(?:[】\]]\s*[:：]?|\s*[:：]|\s*——\s*|\s*[-–—]{1,2}\s+|\s+[-–—]{1,2}\s*)\s*"
 _STRIP_EDGES = " \t\r\n,，;；:：、.。-–—|/"
+_LEADING = _STRIP_EDGES + "!！?？)）"
 _CONJUNCTION = r",?\s+(?:and\s+then|and|then|so)\s+|并且|并|然后|随后|于是"
 # A clause that ends like this continues into the next one without a separator.
 _CONTINUES = r"(?i)(?:[。.!！?？;；,，:：]|\band|\bthen|\bso|并且|并|然后|随后|于是)$"
@@ -139,6 +140,8 @@ def _clauses(df: pl.DataFrame, cols: list[tuple[str, int]], rx: _Regexes) -> pl.
     segments = long.with_columns(
         pl.col("_text")
         .str.replace_all(rx.strip, "")
+        .str.replace_all(r"[ \t]+([.,;:!?])", "$1")
+        .str.replace_all(r"[ \t]{2,}", " ")
         .str.replace_all(rx.label, _SEP + "$0")
         .str.split(_SEP)
     )
@@ -159,7 +162,9 @@ def _clauses(df: pl.DataFrame, cols: list[tuple[str, int]], rx: _Regexes) -> pl.
     )
     clauses = _explode_with_index(segments, "_text", "_cl_i")
     bare = pl.col("_text").str.strip_chars(_STRIP_EDGES)
-    return clauses.with_columns(pl.col("_text").str.strip_chars()).filter(
+    return clauses.with_columns(
+        pl.col("_text").str.strip_chars_start(_LEADING).str.strip_chars()
+    ).filter(
         (bare.str.len_chars() > 0)
         & ~bare.str.to_lowercase().is_in(rx.null_values)
         & ~pl.col("_text").str.contains(rx.complaint)

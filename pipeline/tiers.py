@@ -23,20 +23,31 @@ def _present(part: str) -> pl.Expr:
 
 
 def _concrete_action(cfg: TierConfig) -> pl.Expr:
-    """A verb of replacing/adjusting/cleaning followed by an object, or a part number."""
+    """A verb of replacing/adjusting/cleaning with its object (or, passive, its subject), or a
+    part number."""
     verbs = word_alternation(cfg.action_verbs)
-    fillers = word_alternation(cfg.action_object_fillers)
-    with_object = rf"(?i)(?:{verbs})\s*(?:(?:{fillers})\s*)*[\p{{L}}\p{{N}}][\p{{L}}\p{{N}}\-]*"
-    lead = rf"(?i)^(?:{verbs})\s*(?:(?:{fillers})\s*)*"
+    latin_verbs = word_alternation([v for v in cfg.action_verbs if v.isascii()])
+    han_verbs = word_alternation([v for v in cfg.action_verbs if not v.isascii()])
+    fillers = rf"(?:(?:{word_alternation(cfg.action_object_fillers)})\s*)*"
     stop = rf"(?i)^(?:{word_alternation(cfg.action_object_stopwords)})"
-    objects = (
-        pl.col("action")
-        .fill_null("")
-        .str.extract_all(with_object)
-        .list.eval(pl.element().str.replace(lead, ""))
+    markers = word_alternation(cfg.passive_markers)
+    action = pl.col("action").fill_null("")
+
+    def any_not_stopword(pattern: str, strip: str) -> pl.Expr:
+        found = action.str.extract_all(pattern).list.eval(pl.element().str.replace(strip, ""))
+        return found.list.eval(~pl.element().str.contains(stop)).list.any()
+
+    active = any_not_stopword(
+        rf"(?i)(?:{verbs})\s*{fillers}[\p{{L}}\p{{N}}][\p{{L}}\p{{N}}\-]*",
+        rf"(?i)^(?:{verbs})\s*{fillers}",
     )
-    has_object = objects.list.eval(~pl.element().str.contains(stop)).list.any()
-    return has_object | pl.col("action").fill_null("").str.contains(cfg.part_number_pattern)
+    passive_latin = any_not_stopword(
+        rf"(?i)\b[a-z][a-z0-9\-]{{2,}}\s+(?:(?:{markers})\s+)?(?:{latin_verbs})",
+        r"(?i)\s.*$",
+    )
+    passive_han = action.str.contains(rf"\p{{Han}}{{2}}(?:已经?|已被|被)(?:{han_verbs})")
+    part_number = action.str.contains(cfg.part_number_pattern)
+    return active | passive_latin | passive_han | part_number
 
 
 def _diagnosis_shortfall(cfg: TierConfig, language: pl.Expr) -> pl.Expr:

@@ -96,10 +96,13 @@ class StructureConfig(BaseModel):
             ],
             "action": [
                 "更换", "换上", "换了", "换新", "调整", "维修", "处理", "清洗", "清理", "紧固",
-                "重新", "修复", "焊接", "校正", "校准", "补偿", "修改", "拆检", "加注",
+                "重新", "修复", "焊接", "校正", "校准", "补偿", "修改", "拆检", "加注", "恢复",
+                "补充", "导入", "拆洗", "标定", "安装", "更新",
                 "Replaced", "Replace", "Adjusted", "Adjust", "Cleaned", "Clean", "Tightened",
                 "Repaired", "Reset", "Recalibrated", "Calibrated", "Realigned", "Reseated",
-                "Swapped", "Installed", "Fixed by", "Lubricated", "Flushed",
+                "Swapped", "Installed", "Fixed by", "Lubricated", "Flushed", "Restored",
+                "Reloaded", "Rebuilt", "Reinstalled", "Refilled", "Topped up", "Changed",
+                "Taught", "Retaught", "Readjusted", "Rewired", "Regreased", "Greased",
             ],
             "prevention": [
                 "预防", "建议", "保养", "定期", "今后", "以后", "每月", "每周", "每天", "每班",
@@ -112,7 +115,7 @@ class StructureConfig(BaseModel):
     inline_cue_prefixes: list[str] = Field(
         default_factory=lambda: [
             "已经", "已", "随后", "然后", "并且", "并", "再", "又", "经", "后",
-            "and", "then", "so", "we", "tech",
+            "and", "then", "so", "we", "tech", "re-",
         ]
     )  # fmt: skip
     # Unlabelled clauses (not the first of a column) containing these words take that part;
@@ -129,7 +132,7 @@ class StructureConfig(BaseModel):
                 "更换", "换了", "换上", "调整", "清洗", "清理", "紧固", "修复", "焊接", "校正",
                 "校准", "重新设定", "恢复正常", "replaced", "replacing", "adjusted",
                 "cleaned", "tightened", "repaired", "reset", "recalibrated", "swapped",
-                "installed",
+                "installed", "restored", "rebuilt", "reinstalled", "refilled", "reloaded",
             ],
             "prevention": [
                 "建议", "今后", "以后应", "定期", "避免", "防止", "recommend", "should",
@@ -151,6 +154,7 @@ class StructureConfig(BaseModel):
             r"投诉",
             r"请尽快|尽快(?:处理|维修|修好|解决|安排|来)|速来|马上来|立即(?:处理|来人)",
             r"再不(?:修|来|处理)",
+            r"要求[^,，。;；]{0,6}(?:今天|今日|当天|马上|立即|立刻|尽快)",
             r"(?i)\bcustomer\b[^,.;]{0,20}\b(?:angry|upset|furious|unhappy|not happy"
             r"|frustrated|complain\w*|mad|annoyed)\b",
             r"(?i)\bcomplain(?:ed|ing|s)?\s+(?:about|that|again)\b",
@@ -164,7 +168,7 @@ class StructureConfig(BaseModel):
     urgency_patterns: list[str] = Field(
         default_factory=lambda: [
             r"[【\[](?i:紧急|加急|特急|urgent|asap)[】\]]",
-            r"急{2,}[!！]*|急\s*[!！]+|特急|加急|十万火急|非常急|很急|紧急[!！]+",
+            r"(?:急{2,}|急\s*[!！]|特急|加急|十万火急|非常急|很急|紧急[!！])[!！]*",
             r"(?:客户|用户|车间|生产部)?(?:已经|一直)?催了?[一二三四五六七八九十两几\d]+[天次遍回]了?",
             r"(?:客户|用户|车间)?一直在?催",
             r"(?i)\basap\b!*|\burgent(?:ly)?\b!*|\bhigh priority\b",
@@ -178,7 +182,8 @@ class StructureConfig(BaseModel):
             r"\s*$",
             r"(?is)\b(?:best |kind |warm )?regards\b.*$",
             r"(?is)\bsent from my \w+.*$",
-            r"(?s)\b(?:Thanks|Thank you|Cheers)[,!.]?\s*[A-Z][a-z]*\.?\s*$",
+            r"(?i)\b(?:thanks|thank you|cheers)\b[,!.]?\s*(?:\[NAME\]|(?-i:[A-Z][a-z]+))?\.?\s*$",
+            r"\n\s*\[NAME\]\S{0,3}\s*$",
             r"(?:维修人|维修员|维修工|签名|签字|记录人|填写人|经办人|处理人)\s*[:：]\s*\S{1,12}\s*$",
             r"(?:此致\s*)?敬礼[!！。]?\s*$|谢谢[!！。]?\s*$",
         ]
@@ -203,6 +208,7 @@ class TierConfig(BaseModel):
     vague_diagnosis_terms: list[str] = Field(
         default_factory=lambda: [
             "不明", "不详", "不清楚", "未知", "待查", "待确认", "待定", "未找到", "原因未",
+            "未查明", "查不出", "不确定", "可能是",
             "unknown", "unclear", "not sure", "tbd", "to be determined", "no fault found",
             "could not find", "not found", "n/a",
         ]
@@ -216,7 +222,9 @@ class TierConfig(BaseModel):
             "气缸", "电磁阀", "阀", "密封", "油管", "过滤器", "滤网", "刀库", "刀塔", "机械手",
             "卡盘", "拉刀", "碟簧", "润滑", "冷却液", "参数", "光栅尺", "限位", "减速开关",
             "磨损", "损坏", "松动", "老化", "断裂", "堵塞", "短路", "断线", "烧坏", "漏油",
-            "卡死", "过热", "过载", "接触不良", "间隙", "变形",
+            "卡死", "过热", "过载", "接触不良", "间隙", "变形", "不足", "过大", "过小", "过高",
+            "过低", "偏高", "偏低", "泄漏", "漏气", "卡滞", "卡住", "打滑", "偏移", "误改",
+            "丢失", "粘连", "氧化", "抖动", "铁屑", "防护罩", "蓄能器", "氮气", "浮球", "电磁",
             "bearing", "encoder", "motor", "spindle", "ball screw", "ballscrew", "way",
             "belt", "coupling", "servo", "drive", "amplifier", "cable", "connector", "switch",
             "sensor", "relay", "contactor", "fuse", "power supply", "battery", "fan", "pump",
@@ -224,6 +232,9 @@ class TierConfig(BaseModel):
             "turret", "tool changer", "chuck", "drawbar", "lubrication", "coolant", "parameter",
             "scale", "limit switch", "worn", "damaged", "loose", "broken", "cracked",
             "clogged", "shorted", "burnt", "leak", "seized", "overheat", "overload", "backlash",
+            "chip", "chips", "cover", "stuck", "jammed", "slipped", "drifted", "lost",
+            "contaminated", "corroded", "oxidized", "chafed", "starved", "too low", "too high",
+            "gain", "pressure", "insufficient",
         ]
     )  # fmt: skip
     alarm_code_pattern: str = (
@@ -234,13 +245,17 @@ class TierConfig(BaseModel):
         default_factory=lambda: [
             "更换", "换上", "换了", "调整", "清洗", "清理", "紧固", "修复", "焊接", "校正",
             "校准", "补偿", "修改", "设定", "重装", "拆检", "加注", "润滑", "疏通", "修磨",
+            "换", "补充", "导入", "恢复", "拆洗", "释放", "标定", "压接", "安装", "吹扫", "更新",
             "replaced", "replace", "adjusted", "adjust", "cleaned", "clean", "tightened",
             "tighten", "repaired", "repair", "recalibrated", "calibrated", "realigned",
             "reseated", "swapped", "installed", "lubricated", "flushed", "changed", "set",
-            "rewired", "resoldered", "refilled",
+            "rewired", "resoldered", "refilled", "rebuilt", "reinstalled", "re-terminated",
+            "terminated", "crimped", "dried", "taught", "re-taught", "readjusted", "restored",
+            "reloaded", "reprogrammed", "retuned", "tuned", "greased", "topped up", "cleared",
         ]
     )  # fmt: skip
-    # Object after a verb: what may stand between them, and what may not start the object.
+    # Object after a verb: what may stand between them, and what may not be the object (or,
+    # in passive form, the subject).
     action_object_fillers: list[str] = Field(
         default_factory=lambda: [
             "了", "掉", "新的", "新", "一个", "一根", "the", "a", "an", "new", "both", "all",
@@ -248,9 +263,15 @@ class TierConfig(BaseModel):
     )  # fmt: skip
     action_object_stopwords: list[str] = Field(
         default_factory=lambda: [
-            "后", "完", "好", "过", "一下", "it", "them", "this", "that", "ok", "done",
+            "后", "完", "好", "过", "一下", "正常", "it", "them", "this", "that", "ok", "done",
+            "normal", "and", "then", "so", "was", "were", "been", "also", "not", "we", "they",
+            "he", "she", "tech", "technician", "operator", "alarm", "alarms",
         ]
     )  # fmt: skip
+    # Passive forms count too ("cartridge rebuilt", "pump was replaced", "轴承已更换").
+    passive_markers: list[str] = Field(
+        default_factory=lambda: ["was", "were", "has been", "have been", "is", "are", "got"]
+    )
     # Dashed codes with a letter ("A06B-6240-H105", "6205-2RS"; not dates) or a labelled number.
     part_number_pattern: str = (
         r"\b[A-Z0-9]*[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\b|\b\d+(?:-[A-Z0-9]+)*-[A-Z0-9]*[A-Z][A-Z0-9]*\b"
