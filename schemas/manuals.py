@@ -1,0 +1,129 @@
+"""Manuals and fault-code tables: reader configuration and the columns of sections/chunks/codes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.records import LINEAGE_SCHEMA
+
+ManualFormat = Literal["markdown", "text", "pdf"]
+
+
+class ManualSource(BaseModel):
+    """How the manual files matching `pattern` are read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(description="glob matched against the path relative to the input root")
+    format: ManualFormat
+    encoding: str = Field("auto", description="'auto' detects; else a Python codec name (not PDF)")
+    family: str | None = Field(
+        None,
+        description="code family of the alarm tables in these manuals (FANUC, SINUMERIK, ...); "
+        "default: the controller the text names most often",
+    )
+
+
+class VendorFields(BaseModel):
+    """Dotted field paths of one language of a vendor alarm table (e.g. 'zh_CN.solution')."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str
+    cause: str | None = None
+    remedy: str | None = None
+    prevention: str | None = None
+
+
+class VendorTableSource(BaseModel):
+    """A vendor alarm table (JSON array of objects, or CSV) mapped onto the knowledge base."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(description="glob matched against the path relative to the input root")
+    format: Literal["json", "csv"]
+    family: str = Field(description="code family, e.g. 'DOBOT/SERVO'")
+    encoding: str = "auto"
+    records: str | None = Field(
+        None, description="dotted key of the array of entries in a JSON object; None: top level"
+    )
+    code: str = Field(description="dotted path (JSON) or column (CSV) of the alarm code")
+    languages: dict[Literal["zh", "en"], VendorFields] = Field(
+        description="per language, where message, cause, remedy and prevention are"
+    )
+    delimiter: str = ","
+
+
+class ChunkConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_chars: int = Field(
+        1500, ge=200, description="cap per pretraining chunk (characters, heading path included)"
+    )
+    merge_small_sections: bool = Field(
+        True, description="pack consecutive whole sections of one document up to the cap"
+    )
+
+
+class ManualsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[ManualSource] = Field(
+        default_factory=lambda: [
+            ManualSource(pattern="**/*.md", format="markdown"),
+            ManualSource(pattern="**/*.txt", format="text"),
+            ManualSource(pattern="**/*.pdf", format="pdf"),
+        ],
+        description="first matching entry wins",
+    )
+    chunks: ChunkConfig = ChunkConfig()
+    vendor_tables: list[VendorTableSource] = Field(default_factory=list)
+
+
+# The Dobot servo table of ../shared/external/dobot-servo-alarms, as a worked mapping.
+DOBOT_SERVO_TABLE = VendorTableSource(
+    pattern="**/alarm_servo.json",
+    format="json",
+    family="DOBOT/SERVO",
+    code="id",
+    languages={
+        "zh": VendorFields(
+            message="zh_CN.description", cause="zh_CN.cause", remedy="zh_CN.solution"
+        ),
+        "en": VendorFields(message="en.description", cause="en.cause", remedy="en.solution"),
+    },
+)
+
+# One section of a manual: the text under one heading, down to the next heading.
+MANUAL_SECTION_SCHEMA: dict[str, pl.DataType] = {
+    **LINEAGE_SCHEMA,  # source_row: first line of the section (PDF: line of the extracted text)
+    "heading_path": pl.List(pl.String()),  # outermost first; [] before the first heading
+    "level": pl.Int32(),  # 0 before the first heading
+    "text": pl.String(),  # body below the heading, subsections excluded, blank lines trimmed
+    "body_row": pl.Int64(),  # line of the body's first line (for lineage of rows found in it)
+    "page": pl.Int32(),  # PDF page (1-based) of the heading; null otherwise
+    "family": pl.String(),  # code family of the document's alarm tables
+}
+
+PRETRAIN_CHUNK_SCHEMA: dict[str, pl.DataType] = {
+    **LINEAGE_SCHEMA,  # record_id: hash of the file, first row and chunk text
+    "heading_path": pl.List(pl.String()),  # of the chunk's first section
+    "section_ids": pl.List(pl.String()),
+    "text": pl.String(),
+    "n_chars": pl.Int32(),
+}
+
+FAULT_CODE_SCHEMA: dict[str, pl.DataType] = {
+    **LINEAGE_SCHEMA,  # source_kind "fault_table"; source_row: table row line / JSON index
+    "family": pl.String(),
+    "code": pl.String(),  # canonical FAMILY:CODE
+    "message": pl.String(),
+    "causes": pl.List(pl.String()),
+    "remedies": pl.List(pl.String()),
+    "prevention": pl.String(),
+    "language": pl.String(),  # "zh" or "en"
+    "source": pl.String(),  # file, and heading path for a manual table
+}
