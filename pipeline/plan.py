@@ -1,0 +1,224 @@
+"""Per-stage training plans: token budget, sequence length, and the GPU fit of each stage."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipeline.memory.estimate import estimate, max_micro_batch
+from pipeline.memory.gpus import get_gpu
+from pipeline.memory.models import get_model
+from schemas.memory import GIB, ModelSpec, TrainingSetup
+from schemas.plan import GpuFit, Plan, PlanConfig, StageConfig, StagePlan, TokenStats
+
+_RECOMPUTE_ORDER = ("none", "selective", "full")
+
+
+def token_stats(lengths: pl.Series) -> TokenStats:
+    s = lengths.drop_nulls().cast(pl.Int64)
+    if s.len() == 0:
+        return TokenStats(rows=0, tokens=0, mean=0.0, p50=0, p90=0, p95=0, p99=0, max=0)
+
+    def q(x: float) -> int:
+        return int(math.ceil(s.quantile(x, interpolation="higher") or 0))
+
+    return TokenStats(
+        rows=s.len(),
+        tokens=int(s.sum()),
+        mean=float(s.mean() or 0.0),  # type: ignore[arg-type]
+        p50=q(0.5),
+        p90=q(0.9),
+        p95=q(0.95),
+        p99=q(0.99),
+        max=int(s.max() or 0),  # type: ignore[arg-type]
+    )
+
+
+def choose_max_seq_len(lengths: pl.Series, quantile: float, multiple: int, cap: int) -> int:
+    """The `quantile` of row lengths, rounded up to `multiple`, capped by the model context."""
+    s = lengths.drop_nulls()
+    top = int(s.quantile(quantile, interpolation="higher") or 1) if s.len() else 1
+    rounded = max(multiple, math.ceil(top / multiple) * multiple)
+    return min(rounded, cap // multiple * multiple or cap)
+
+
+def pack_efficiency(lengths: np.ndarray, capacity: int) -> tuple[int, float]:
+    """Best-fit-decreasing packing of rows (truncated to `capacity`) into bins of `capacity`.
+
+    Works on the length histogram, so the cost grows with distinct lengths, not rows.
+    Returns (bins, real tokens / (bins * capacity)).
+    """
+    clipped = np.minimum(lengths[lengths > 0], capacity).astype(np.int64)
+    if clipped.size == 0:
+        return 0, 0.0
+    counts = np.bincount(clipped, minlength=capacity + 1)
+    open_bins = np.zeros(capacity + 1, dtype=np.int64)  # open_bins[r]: bins with r slots left
+    bins = 0
+    for length in np.flatnonzero(counts)[::-1]:
+        left = int(counts[length])
+        while left:
+            fitting = np.flatnonzero(open_bins[length:])
+            if fitting.size == 0:
+                open_bins[capacity - length] += left
+                bins += left
+                break
+            room = length + int(fitting[0])  # the tightest bin that still fits
+            take = min(left, int(open_bins[room]))
+            open_bins[room] -= take
+            open_bins[room - length] += take
+            left -= take
+    return bins, float(clipped.sum()) / (bins * capacity)
+
+
+def _setup(stage: StageConfig, seq_len: int, devices: int, recompute: str) -> TrainingSetup:
+    return TrainingSetup(
+        method=stage.method,
+        precision=stage.precision,
+        optimizer=stage.optimizer,
+        attention=stage.attention,
+        loss=stage.loss,
+        lora_rank=stage.lora_rank,
+        lora_targets=stage.lora_targets,
+        packing=stage.packing,
+        seq_len=seq_len,
+        recompute=recompute,  # type: ignore[arg-type]
+        dp=devices,
+        zero=stage.multi_gpu_zero if devices > 1 else 0,  # type: ignore[arg-type]
+    )
+
+
+def fit_gpu(
+    model: ModelSpec, stage: StageConfig, seq_len: int, gpu_name: str, headroom: float
+) -> GpuFit:
+    """Largest micro-batch with the least recomputation, and accumulation for the global batch."""
+    gpu = get_gpu(gpu_name)
+
+    def best(recompute: str, accum: int) -> tuple[TrainingSetup, int]:
+        s = _setup(stage, seq_len, gpu.count, recompute).model_copy(
+            update={"grad_accum_steps": accum}
+        )
+        return s, max_micro_batch(model, s, gpu, headroom)
+
+    def accum_for(mb: int) -> int:
+        return max(1, math.ceil(stage.global_batch_tokens / (mb * seq_len * gpu.count)))
+
+    chosen, setup, mb = "full", None, 0
+    for mode in _RECOMPUTE_ORDER:
+        setup, mb = best(mode, 1)
+        if mb and accum_for(mb) > 1:  # accumulating keeps gradients alive during forward
+            setup, mb = best(mode, 2)
+        if mb:
+            chosen = mode
+            break
+    _, mb_full = best("full", 2 if mb and accum_for(mb) > 1 else 1)
+    if not mb or setup is None:
+        return GpuFit(
+            gpu=gpu.name,
+            devices=gpu.count,
+            memory_gib=round(gpu.memory_gib, 2),
+            fits=False,
+            recompute="full",
+            recompute_needed=True,
+            micro_batch=0,
+            micro_batch_full_recompute=0,
+            grad_accum_steps=None,
+            tokens_per_step=None,
+            peak_gib=None,
+        )
+    accum = accum_for(mb)
+    peak = estimate(model, setup.model_copy(update={"micro_batch": mb, "grad_accum_steps": accum}))
+    return GpuFit(
+        gpu=gpu.name,
+        devices=gpu.count,
+        memory_gib=round(gpu.memory_gib, 2),
+        fits=True,
+        recompute=chosen,
+        recompute_needed=chosen != "none",
+        micro_batch=mb,
+        micro_batch_full_recompute=mb_full,
+        grad_accum_steps=accum,
+        tokens_per_step=mb * seq_len * gpu.count * accum,
+        peak_gib=round(peak.total_bytes / GIB, 2),
+    )
+
+
+def plan_stage(lengths: pl.Series, stage: StageConfig, cfg: PlanConfig) -> StagePlan:
+    if stage.share < 1.0 and lengths.len():
+        n = max(1, round(lengths.len() * stage.share))
+        lengths = lengths.sample(n=n, seed=cfg.seed)
+    lengths = lengths.drop_nulls().cast(pl.Int64)
+    model = get_model(stage.model)
+    seq = choose_max_seq_len(lengths, stage.quantile, cfg.seq_multiple, model.max_context)
+    arr = lengths.to_numpy()
+    over = arr > seq
+    total = int(arr.sum())
+    if stage.packing:
+        _, efficiency = pack_efficiency(arr, seq)
+    else:  # rows padded to max_seq_len
+        efficiency = float(np.minimum(arr, seq).sum()) / (arr.size * seq) if arr.size else 0.0
+    return StagePlan(
+        name=stage.name,
+        corpus=stage.corpus,
+        model=model.name,
+        method=stage.method,
+        share=stage.share,
+        stats=token_stats(lengths),
+        quantile=stage.quantile,
+        max_seq_len=seq,
+        truncation_rate=float(over.mean()) if arr.size else 0.0,
+        truncated_token_rate=float((arr[over] - seq).sum()) / total if total else 0.0,
+        packing=stage.packing,
+        packing_efficiency=round(efficiency, 4),
+        global_batch_tokens=stage.global_batch_tokens,
+        gpus=[fit_gpu(model, stage, seq, g, cfg.headroom) for g in stage.gpus],
+    )
+
+
+def plan_stages(lengths: dict[str, pl.Series], cfg: PlanConfig) -> Plan:
+    """One StagePlan per configured stage whose corpus is present in `lengths`."""
+    missing = [s.corpus for s in cfg.stages if s.corpus not in lengths]
+    if missing:
+        raise ValueError(f"no token lengths for corpus {missing}; have {sorted(lengths)}")
+    return Plan(
+        headroom=cfg.headroom,
+        stages=[plan_stage(lengths[s.corpus], s, cfg) for s in cfg.stages],
+    )
+
+
+def write_plan(plan: Plan, path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(plan.model_dump_json(indent=2), encoding="utf-8")
+    return path
+
+
+def plan_table_rows(plan: Plan) -> list[dict[str, object]]:
+    """One row per (stage, GPU) for a Prefect table artifact."""
+    rows: list[dict[str, object]] = []
+    for st in plan.stages:
+        for g in st.gpus:
+            rows.append(
+                {
+                    "stage": st.name,
+                    "corpus": st.corpus,
+                    "model": st.model,
+                    "method": st.method,
+                    "rows": st.stats.rows,
+                    "p50": st.stats.p50,
+                    "p95": st.stats.p95,
+                    "p99": st.stats.p99,
+                    "max": st.stats.max,
+                    "max_seq_len": st.max_seq_len,
+                    "truncated_%": round(100 * st.truncation_rate, 2),
+                    "packing_eff_%": round(100 * st.packing_efficiency, 1),
+                    "gpu": g.gpu,
+                    "fits": g.fits,
+                    "micro_batch": g.micro_batch,
+                    "recompute": g.recompute,
+                    "grad_accum": g.grad_accum_steps,
+                    "peak_gib": g.peak_gib,
+                }
+            )
+    return rows
