@@ -21,9 +21,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
+	mkdir -p $(PREFECT_HOME)
 	$(BIN)/cnc-corpus run clean-workorders --input sample_data/workorders --out $(DEMO_OUT)
 
 test: $(STAMP)
+	mkdir -p $(PREFECT_HOME)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

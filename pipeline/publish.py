@@ -1,7 +1,7 @@
 """Write a snapshot into a staging directory and publish it atomically.
 
 Layout (DESIGN.md): `<out>/LATEST` names the current snapshot directory under
-`<out>/snapshots/`. A snapshot is written under `<out>/snapshots/.staging-<id>`, renamed into
+`<out>/snapshots/`; `<out>/state/<id>/` holds that snapshot's ledger and dedup index. A snapshot is written under `<out>/snapshots/.staging-<id>`, renamed into
 place when complete, and only then does LATEST move (write-then-rename). A reader therefore sees
 the previous complete snapshot or the new complete one; a killed run leaves only a staging
 directory, which the next publish removes.
@@ -37,12 +37,14 @@ class SnapshotWriter:
         self.snapshot_id = snapshot_id or new_snapshot_id()
         self.snapshots = self.out / "snapshots"
         self.staging = self.snapshots / f"{STAGING_PREFIX}{self.snapshot_id}"
+        self.state_staging = self.out / "state" / f"{STAGING_PREFIX}{self.snapshot_id}"
         self.outputs: list[OutputFile] = []
 
     def __enter__(self) -> SnapshotWriter:
         self.snapshots.mkdir(parents=True, exist_ok=True)
         remove_stale_staging(self.out)
         self.staging.mkdir()
+        self.state_staging.mkdir(parents=True)
         return self
 
     def __exit__(
@@ -51,8 +53,9 @@ class SnapshotWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.staging.exists():
-            shutil.rmtree(self.staging)
+        for path in (self.staging, self.state_staging):
+            if path.exists():
+                shutil.rmtree(path)
 
     def write_table(
         self, name: str, df: pl.DataFrame, schema: pa.Schema, partition_by: str | None = None
@@ -99,6 +102,10 @@ class SnapshotWriter:
             )
         return files
 
+    def write_state(self, name: str, df: pl.DataFrame) -> None:
+        """A state table (ledger, counts, dedup index) kept beside the snapshot, not in it."""
+        df.write_parquet(self.state_staging / f"{name}.parquet")
+
     def write_json(self, name: str, obj: object) -> OutputFile:
         path = self.staging / name
         path.write_text(
@@ -127,6 +134,8 @@ class SnapshotWriter:
         manifest_path = self.staging / "manifest.json"
         manifest_path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         _fsync_tree(self.staging)
+        _fsync_tree(self.state_staging)
+        os.rename(self.state_staging, self.out / "state" / self.snapshot_id)
         final = self.snapshots / self.snapshot_id
         os.rename(self.staging, final)
         _fsync_dir(self.snapshots)
@@ -151,6 +160,12 @@ def set_latest(out: Path, snapshot_id: str) -> None:
     _fsync_dir(out)
 
 
+def latest_state(out: Path) -> Path | None:
+    """The state directory of the snapshot LATEST names, or None before the first publish."""
+    snapshot = latest_snapshot(out)
+    return None if snapshot is None else Path(out) / "state" / snapshot.name
+
+
 def latest_snapshot(out: Path) -> Path | None:
     """The directory LATEST points at, or None before the first publish."""
     latest = Path(out) / "LATEST"
@@ -160,8 +175,9 @@ def latest_snapshot(out: Path) -> Path | None:
 
 
 def remove_stale_staging(out: Path) -> None:
-    for path in (Path(out) / "snapshots").glob(f"{STAGING_PREFIX}*"):
-        shutil.rmtree(path, ignore_errors=True)
+    for folder in ("snapshots", "state"):
+        for path in (Path(out) / folder).glob(f"{STAGING_PREFIX}*"):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def prune_snapshots(out: Path, keep: int) -> None:
@@ -173,6 +189,7 @@ def prune_snapshots(out: Path, keep: int) -> None:
     for path in published[:-keep]:
         if current is None or path.name != current.name:
             shutil.rmtree(path, ignore_errors=True)
+            shutil.rmtree(Path(out) / "state" / path.name, ignore_errors=True)
 
 
 def _fsync_tree(root: Path) -> None:

@@ -10,9 +10,13 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from schemas.dedup import DedupConfig
 from schemas.filters import FilterConfig
 from schemas.ingest import IngestConfig
+from schemas.normalize import NormalizeConfig
 from schemas.publish import PublishConfig
+from schemas.samples import MessagesConfig, StructureConfig, TierConfig
+from schemas.tokens import TokenizerConfig
 
 
 class ConfigError(ValueError):
@@ -23,7 +27,13 @@ class PipelineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ingest: IngestConfig = IngestConfig()
+    normalize: NormalizeConfig = NormalizeConfig()
     filters: FilterConfig = FilterConfig()
+    dedup: DedupConfig = DedupConfig()
+    structure: StructureConfig = StructureConfig()
+    tiers: TierConfig = TierConfig()
+    messages: MessagesConfig = MessagesConfig()
+    tokens: TokenizerConfig = TokenizerConfig()
     publish: PublishConfig = PublishConfig()
 
     def config_hash(self) -> str:

@@ -12,3 +12,6 @@ class PublishConfig(BaseModel):
     max_bytes_per_shard: int = Field(256 * 1024 * 1024, gt=0, description="in-memory estimate")
     compression: str = "zstd"
     keep_snapshots: int = Field(5, ge=1, description="published snapshots kept; older ones pruned")
+    lock_wait_s: float = Field(
+        0.0, ge=0, description="how long a second run on the same corpus waits before refusing"
+    )

@@ -1,0 +1,58 @@
+"""`cnc-corpus`: run a flow locally, or answer the GPU-memory question."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable
+
+# flow name -> "module:function"; imported lazily so `estimate` does not pay for Prefect.
+FLOWS: dict[str, str] = {
+    "clean-workorders": "flows.clean_workorders:clean_workorders",
+}
+
+
+def _load_flow(name: str) -> Callable[..., str]:
+    module, func = FLOWS[name].split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def _ensure_prefect_home() -> None:
+    """Prefect creates its home without parents; a fresh clone has no .state/ yet."""
+    from prefect.settings import get_current_settings
+
+    get_current_settings().home.mkdir(parents=True, exist_ok=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cnc-corpus", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a flow locally (the same flow Prefect deploys)")
+    run.add_argument("flow", choices=sorted(FLOWS))
+    run.add_argument("--input", required=True, help="input folder or file")
+    run.add_argument("--out", required=True, help="output root (snapshots/, LATEST, state/)")
+    run.add_argument("--config", help="TOML or YAML configuration file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from pipeline.ingest.encoding import EncodingError
+    from pipeline.ingest.workorders import IngestError
+    from schemas.config import ConfigError, load_config
+
+    try:
+        if args.command == "run":
+            load_config(args.config)  # fail here, in one line, before Prefect starts
+            _ensure_prefect_home()
+            flow = _load_flow(args.flow)
+            flow(input=args.input, out=args.out, config=args.config)
+    except (ConfigError, IngestError, EncodingError, FileNotFoundError) as exc:
+        print(f"cnc-corpus: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The ledger of processed inputs and per-file funnel counts, for incremental refreshes.
+
+A refresh compares the input files (path, size, sha256) with the ledger of the snapshot LATEST
+names: only new or changed files are processed; unchanged files' records are carried over from
+that snapshot; a changed or removed file's old records are dropped. Funnel counts are kept per
+file and stage (long format), so a snapshot's totals add up over carried and new files alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from schemas.manifest import StageCounts
+
+LEDGER_SCHEMA: dict[str, pl.DataType] = {
+    "path": pl.String(),
+    "source_kind": pl.String(),
+    "bytes": pl.Int64(),
+    "sha256": pl.String(),
+    "encoding": pl.String(),
+    "rows": pl.Int64(),
+}
+
+# One row per (file, stage, outcome): outcome is "kept" or a reject reason.
+COUNTS_SCHEMA: dict[str, pl.DataType] = {
+    "source_file": pl.String(),
+    "stage": pl.String(),
+    "outcome": pl.String(),
+    "rows": pl.Int64(),
+}
+
+
+@dataclass(frozen=True)
+class RefreshPlan:
+    new: list[str]
+    changed: list[str]
+    unchanged: list[str]
+    removed: list[str]
+
+    @property
+    def to_process(self) -> list[str]:
+        return sorted(self.new + self.changed)
+
+
+def plan_refresh(current: pl.DataFrame, ledger: pl.DataFrame | None) -> RefreshPlan:
+    """Classify `current` input files (path, sha256) against the previous ledger."""
+    if ledger is None or ledger.height == 0:
+        return RefreshPlan(new=sorted(current["path"]), changed=[], unchanged=[], removed=[])
+    old = dict(zip(ledger["path"], ledger["sha256"], strict=True))
+    now = dict(zip(current["path"], current["sha256"], strict=True))
+    return RefreshPlan(
+        new=sorted(p for p in now if p not in old),
+        changed=sorted(p for p in now if p in old and old[p] != now[p]),
+        unchanged=sorted(p for p in now if p in old and old[p] == now[p]),
+        removed=sorted(p for p in old if p not in now),
+    )
+
+
+def file_counts(stage: str, kept: pl.DataFrame, rejected: pl.DataFrame) -> pl.DataFrame:
+    """Rows kept and rejected (by reason) per source file at one stage."""
+    kept_counts = kept.group_by("source_file").agg(
+        pl.lit("kept").alias("outcome"), pl.len().cast(pl.Int64).alias("rows")
+    )
+    rejected_counts = rejected.group_by("source_file", pl.col("reason").alias("outcome")).agg(
+        pl.len().cast(pl.Int64).alias("rows")
+    )
+    return pl.concat(
+        [
+            kept_counts.select("source_file", pl.lit(stage).alias("stage"), "outcome", "rows"),
+            rejected_counts.select("source_file", pl.lit(stage).alias("stage"), "outcome", "rows"),
+        ]
+    ).cast(COUNTS_SCHEMA)  # type: ignore[arg-type]
+
+
+def funnel(counts: pl.DataFrame, stage_order: list[str]) -> dict[str, StageCounts]:
+    """Per-stage read/kept/rejected/by_reason summed over files, in pipeline order."""
+    result = {}
+    for stage in stage_order:
+        rows = counts.filter(pl.col("stage") == stage)
+        if rows.height == 0:
+            continue
+        totals = rows.group_by("outcome").agg(pl.col("rows").sum())
+        by_outcome = dict(zip(totals["outcome"], totals["rows"], strict=True))
+        kept = int(by_outcome.pop("kept", 0))
+        by_reason = {k: int(v) for k, v in sorted(by_outcome.items())}
+        rejected = sum(by_reason.values())
+        result[stage] = StageCounts(
+            read=kept + rejected, kept=kept, rejected=rejected, by_reason=by_reason
+        )
+    return result
