@@ -238,7 +238,8 @@ class TierConfig(BaseModel):
         ]
     )  # fmt: skip
     alarm_code_pattern: str = (
-        r"\b[A-Z]{1,4}[-: ]?\d{3,6}\b|\d{3,6}\s*号?报警|报警\s*号?\s*[:：]?\s*\d{3,6}"
+        r"\b[A-Z]{1,4}[-: ]?\d{3,6}\b|\d{3,6}\s*号?报警"
+        r"|(?i:\balarm|\balm|报警|\berror)\s*(?i:no\.?|号)?\s*[:：#]?\s*\d{3,6}"
     )
     # A concrete action: one of these verbs followed by an object, or a part number.
     action_verbs: list[str] = Field(
