@@ -8,7 +8,6 @@ fields named `*_patterns` hold regular expressions in Rust `regex` syntax (what 
 from __future__ import annotations
 
 import polars as pl
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.records import PARTS
@@ -27,10 +26,10 @@ TIERED_EXTRA: dict[str, pl.DataType] = {
     "tier_reasons": pl.List(pl.String()),
 }
 
-# The chat column trainers read (TRL SFTTrainer, LLaMA-Factory sharegpt with role/content tags).
+# The chat column trainers read (TRL SFTTrainer, LLaMA-Factory sharegpt with role/content tags);
+# its Parquet type is schemas.arrow.SFT's `messages`.
 ROLES: tuple[str, ...] = ("system", "user", "assistant")
 MESSAGES_DTYPE = pl.List(pl.Struct({"role": pl.String(), "content": pl.String()}))
-MESSAGES_ARROW_TYPE = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 
 
 def _check_parts(mapping: dict[str, object], what: str) -> None:
