@@ -1,7 +1,8 @@
 """Write a snapshot into a staging directory and publish it atomically.
 
 Layout (DESIGN.md): `<out>/LATEST` names the current snapshot directory under
-`<out>/snapshots/`; `<out>/state/<id>/` holds that snapshot's ledger and dedup index. A snapshot is written under `<out>/snapshots/.staging-<id>`, renamed into
+`<out>/snapshots/`; `<out>/state/<id>/` holds that snapshot's ledger and dedup index. A
+snapshot is written under `<out>/snapshots/.staging-<id>`, renamed into
 place when complete, and only then does LATEST move (write-then-rename). A reader therefore sees
 the previous complete snapshot or the new complete one; a killed run leaves only a staging
 directory, which the next publish removes.
