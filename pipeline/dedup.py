@@ -40,9 +40,25 @@ _MERSENNE = _U64((1 << 61) - 1)
 _MASK32 = _U64(0xFFFFFFFF)
 _MIX = _U64(0x9E3779B97F4A7C15)
 _MIX2 = _U64(0xC2B2AE3D27D4EB4F)
-_SHINGLE_SEED = _U64(0xCBF29CE484222325)
-_SHINGLE_PRIME = _U64(0x100000001B3)
-_CHUNK_SHINGLES = 4096
+_POLY = _U64(0x100000001B3)
+_POLY_INV = pow(int(_POLY), -1, 1 << 64)
+
+
+def _splitmix64(n: int, seed: int) -> np.ndarray:
+    """n fixed pseudo-random 64-bit constants (SplitMix64): stable across versions."""
+    out, x, mask = [], seed, (1 << 64) - 1
+    for _ in range(n):
+        x = (x + 0x9E3779B97F4A7C15) & mask
+        z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        out.append(z ^ (z >> 31))
+    return np.array(out, dtype=np.uint64)
+
+
+_KEYS = _splitmix64(33, 2024)
+SHINGLE_MULT = _KEYS[:32] | _U64(1)  # one odd multiplier per character position
+SHINGLE_ADD = _KEYS[32]
+_CHUNK_SHINGLES = 8192
 
 
 def normalized_text(column: str) -> pl.Expr:
@@ -92,14 +108,32 @@ def _codepoints(texts: pl.Series, pad: int) -> tuple[np.ndarray, np.ndarray, np.
     return cps, starts, lengths
 
 
+def _pow_u64(base: int, exponents: np.ndarray) -> np.ndarray:
+    """base ** exponents mod 2^64, element-wise (square and multiply)."""
+    result = np.ones(len(exponents), dtype=np.uint64)
+    e = exponents.astype(np.uint64)
+    while e.any():
+        result = np.where(e & _U64(1), result * _U64(base), result)
+        base = base * base % (1 << 64)
+        e >>= _U64(1)
+    return result
+
+
 def _string_hashes(cps: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Stable 64-bit hash of each text (0 for the empty text), from its code points."""
-    stride = np.diff(np.append(starts, len(cps)))
-    pos = np.arange(len(cps), dtype=np.int64) - np.repeat(starts, stride)
-    elem = _fmix64(((pos.astype(np.uint64) << _U64(21)) | cps) * _MIX + _MIX2)
+    """Stable 64-bit hash of each text (0 for the empty text), from its code points.
+
+    A polynomial hash sum((c_i + 1) * Q^i) mod 2^64, computed for all texts at once with
+    one prefix sum and shifted to each text's start by the inverse of the odd Q, then mixed
+    with the length.
+    """
+    if len(cps) == 0:
+        return np.zeros(len(starts), dtype=np.uint64)
+    powers = np.full(len(cps), _POLY, dtype=np.uint64)
+    powers[0] = 1
+    np.cumprod(powers, out=powers)
     csum = np.zeros(len(cps) + 1, dtype=np.uint64)
-    np.cumsum(elem, out=csum[1:])
-    total = csum[starts + lengths] - csum[starts]
+    np.cumsum((cps + _U64(1)) * powers, out=csum[1:])
+    total = (csum[starts + lengths] - csum[starts]) * _pow_u64(_POLY_INV, starts)
     return _fmix64(total ^ (lengths.astype(np.uint64) * _MIX))
 
 
@@ -110,18 +144,23 @@ def _shingle_hashes(
 
     `cps` must hold at least k-1 NULs after every text. A text shorter than k is one
     shingle (itself, NUL-padded); an empty text has none. The hash of a shingle
-    c_0..c_{k-1} is the high 32 bits of fmix64(FNV-1a-64 over the code points).
+    c_0..c_{k-1} is vector multiply-shift (2-universal):
+    ((SHINGLE_ADD + sum(c_j * SHINGLE_MULT[j])) mod 2^64) >> 32.
     """
-    n_pos = len(cps) - k + 1
-    h = np.full(n_pos, _SHINGLE_SEED, dtype=np.uint64)
+    if k > len(SHINGLE_MULT):
+        raise ValueError(f"shingle size {k} exceeds {len(SHINGLE_MULT)}")
+    n_pos = max(len(cps) - k + 1, 0)
+    h = np.full(n_pos, SHINGLE_ADD, dtype=np.uint64)
     for j in range(k):
-        h ^= cps[j : j + n_pos]
-        h *= _SHINGLE_PRIME
+        h += cps[j : j + n_pos] * SHINGLE_MULT[j]
     n_win = np.where(lengths >= k, lengths - k + 1, np.minimum(lengths, 1))
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(n_win, out=offsets[1:])
-    idx = np.repeat(starts - offsets[:-1], n_win) + np.arange(offsets[-1], dtype=np.int64)
-    return (_fmix64(h[idx]) >> _U64(32)).astype(np.uint32), offsets
+    edges = np.zeros(n_pos + 1, dtype=np.int8)
+    np.add.at(edges, starts[n_win > 0], 1)
+    np.add.at(edges, (starts + n_win)[n_win > 0], -1)
+    valid = np.cumsum(edges[:-1], dtype=np.int8).view(bool)
+    return (h[valid] >> _U64(32)).astype(np.uint32), offsets
 
 
 # ---------------------------------------------------------------- MinHash signatures
@@ -153,13 +192,14 @@ def signatures(hashes: np.ndarray, offsets: np.ndarray, cfg: DedupConfig) -> np.
     def work(chunks: np.ndarray) -> None:
         for r0, r1 in chunks:
             s, e = offsets[r0], offsets[r1]
-            buf = np.multiply(hv[s:e, None], a[None, :])
-            buf += b
+            # permutations × shingles: reduceat along contiguous rows is the fast layout
+            buf = np.multiply(a[:, None], hv[None, s:e])
+            buf += b[:, None]
             if legacy:  # x mod (2^61-1) without division, then 32 bits
                 buf = (buf & _MERSENNE) + (buf >> _U64(61))
                 buf -= np.where(buf >= _MERSENNE, _MERSENNE, _U64(0))
                 buf &= _MASK32
-            out[r0:r1] = np.minimum.reduceat(buf, offsets[r0:r1] - s, axis=0)
+            out[r0:r1] = np.minimum.reduceat(buf, offsets[r0:r1] - s, axis=1).T
 
     chunks = np.stack([bounds[:-1], bounds[1:]], axis=1)
     if cfg.threads == 1 or len(chunks) < 2:
@@ -186,10 +226,9 @@ def shingle_hashes(texts: pl.Series, k: int) -> tuple[np.ndarray, np.ndarray]:
 def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """One 64-bit hash per (record, band) of `rows` consecutive signature values."""
     x = sig[:, : bands * rows].reshape(len(sig), bands, rows).astype(np.uint64)
-    h = np.full((len(sig), bands), _SHINGLE_SEED, dtype=np.uint64)
+    h = np.full((len(sig), bands), SHINGLE_ADD, dtype=np.uint64)
     for j in range(rows):
-        h ^= x[:, :, j]
-        h *= _SHINGLE_PRIME
+        h += x[:, :, j] * SHINGLE_MULT[j % len(SHINGLE_MULT)]
     return _fmix64(h)
 
 

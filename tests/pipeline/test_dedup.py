@@ -11,7 +11,7 @@ import pytest
 from datasketch import LeanMinHash, MinHash
 from pydantic import ValidationError
 
-from pipeline.dedup import dedup, shingle_hashes, signatures
+from pipeline.dedup import SHINGLE_ADD, SHINGLE_MULT, dedup, shingle_hashes, signatures
 from schemas.dedup import DedupConfig, index_schema
 from schemas.records import REJECT_SCHEMA
 
@@ -40,6 +40,9 @@ SERVO = {
     "action": "更换X轴编码器反馈线缆并重新固定走线，检查接地，试运行八小时无报警。",
     "prevention": "定期检查拖链内线缆的磨损情况，发现外皮破损及时更换。",
 }
+
+GOLDEN_HASHES = (4915806247829307171, 14009660275821078173)
+GOLDEN_SIGNATURE_HEAD = [13780250, 11727999, 135565651, 13177933]
 
 
 def frame(*records: dict) -> pl.DataFrame:
@@ -232,22 +235,28 @@ def test_signatures_equal_datasketch(scheme: str) -> None:
 
 def test_shingle_hashes_follow_their_definition() -> None:
     def reference(shingle: str, k: int) -> int:
-        mask = (1 << 64) - 1
-        h = 0xCBF29CE484222325
-        for c in [ord(ch) for ch in shingle] + [0] * (k - len(shingle)):
-            h = ((h ^ c) * 0x100000001B3) & mask
-        h ^= h >> 33
-        h = (h * 0xFF51AFD7ED558CCD) & mask
-        h ^= h >> 33
-        h = (h * 0xC4CEB9FE1A85EC53) & mask
-        h ^= h >> 33
-        return h >> 32
+        codes = [ord(ch) for ch in shingle] + [0] * (k - len(shingle))
+        total = int(SHINGLE_ADD) + sum(
+            c * int(m) for c, m in zip(codes, SHINGLE_MULT, strict=False)
+        )
+        return (total % (1 << 64)) >> 32
 
     texts = ["主轴异响温升", "sv0401", "ab"]
     hashes, offsets = shingle_hashes(pl.Series(texts), 5)
     expected = [reference(t[i : i + 5], 5) for t in texts for i in range(max(len(t) - 4, 1))]
     assert hashes.tolist() == expected
     assert offsets.tolist() == [0, 2, 4, 5]
+
+
+def test_persisted_hashes_are_stable() -> None:
+    """Published indexes depend on these values: a change needs NORMALIZATION_VERSION bumped."""
+    _, index = dedup(
+        frame({"record_id": "s-1", **ZH, "alarm_codes": ["FANUC:SP9031"]}), DedupConfig()
+    )
+    row = index.row(0, named=True)
+    assert row["sig_key"] == "affine32/seed=1/perm=128/k=5/norm=1"
+    assert (row["content_hash"], row["codes_hash"]) == GOLDEN_HASHES
+    assert row["signature"][:4] == GOLDEN_SIGNATURE_HEAD
 
 
 def test_counts_add_up_and_rejects_keep_the_payload() -> None:
