@@ -1,0 +1,158 @@
+"""Incidents + fault-code knowledge base → four-part samples (symptom/diagnosis/action/prevention).
+
+symptom: the alarm(s) as the controller showed them, with machine, time span, repeat count and
+clear time; diagnosis: the table's causes; action: its remedies; prevention: the manual's
+prevention note where there is one. Per code, the knowledge-base entry in the incident's own
+language wins, else any. Lineage: the incident's record_id/source_file/source_row (its first
+raise), plus `kb_ids` and `event_ids`. `tier_hint` is "C" unless all four parts are present
+(null then: the tier stage decides). Incidents none of whose codes is in the knowledge base
+are rejected with `no_fault_code_entry`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.stage import StageResult, make_rejects, stage_result
+from schemas.records import LINEAGE_SCHEMA, PARTS
+
+STAGE = "incident_samples"
+_CJK = r"[\u3400-\u9fff]"
+
+
+def _span(zh: bool) -> pl.Expr:
+    first = pl.col("first_at").dt.to_string("%Y-%m-%d %H:%M:%S")
+    last = pl.col("last_at").dt.to_string("%H:%M:%S")
+    cleared = pl.col("cleared_at").dt.to_string("%Y-%m-%d %H:%M:%S")
+    if zh:
+        repeat = pl.when(pl.col("count") > 1).then(
+            pl.format("，至 {} 共报警 {} 次", last, pl.col("count"))
+        )
+        clear = pl.when(pl.col("cleared_at").is_not_null()).then(pl.format("，{} 解除", cleared))
+        return pl.concat_str(
+            pl.format("（{} 起", first), repeat.fill_null(""), clear.fill_null(""), pl.lit("）")
+        )
+    repeat = pl.when(pl.col("count") > 1).then(
+        pl.format(", raised {} times until {}", pl.col("count"), last)
+    )
+    clear = pl.when(pl.col("cleared_at").is_not_null()).then(pl.format(", cleared {}", cleared))
+    return pl.concat_str(
+        pl.format(" (from {}", first), repeat.fill_null(""), clear.fill_null(""), pl.lit(")")
+    )
+
+
+def incident_samples(incidents: pl.DataFrame, knowledge_base: pl.DataFrame) -> StageResult:
+    """Join incidents (INCIDENT_SCHEMA) with the knowledge base (FAULT_CODE_SCHEMA)."""
+    zh = pl.col("language") == "zh"
+    base = incidents.with_columns(
+        language=pl.when(pl.col("messages").list.join(" ").str.contains(_CJK))
+        .then(pl.lit("zh"))
+        .otherwise(pl.lit("en")),
+    ).with_row_index("_i")
+    per_code = (
+        base.select("_i", "language", pl.col("alarm_codes").alias("code"))
+        .explode("code")
+        .with_columns(_pos=pl.int_range(pl.len()).over("_i"))
+    )
+    kb = knowledge_base.select(
+        "code",
+        pl.col("language").alias("_kb_language"),
+        pl.col("record_id").alias("_kb_id"),
+        "causes",
+        "remedies",
+        "prevention",
+    ).with_row_index("_kb_order")
+    matched = (
+        per_code.join(kb, on="code")
+        .sort("_i", "_pos", pl.col("_kb_language") != pl.col("language"), "_kb_order")
+        .group_by("_i", "_pos", maintain_order=True)
+        .first()
+    )
+    several = pl.len().over("_i") > 1
+    sep = pl.when(zh).then(pl.lit("；")).otherwise(pl.lit("; "))
+
+    def listed(col: str) -> pl.Expr:
+        text = pl.col(col).list.join("\x1f")
+        text = pl.when(text != "").then(text)
+        labelled = pl.when(several).then(pl.concat_str(pl.col("code"), pl.lit(": "), text))
+        return labelled.otherwise(text)
+
+    parts = (
+        matched.with_columns(_d=listed("causes"), _a=listed("remedies"), _p=pl.col("prevention"))
+        .group_by("_i", maintain_order=True)
+        .agg(
+            pl.col("_kb_id").alias("kb_ids"),
+            pl.col("_d").drop_nulls(),
+            pl.col("_a").drop_nulls(),
+            pl.col("_p").drop_nulls().unique(maintain_order=True),
+        )
+    )
+    joined = base.join(parts, on="_i", how="left")
+
+    def joined_text(col: str) -> pl.Expr:
+        text = pl.col(col).list.join("\n").str.replace_all("\x1f", sep)
+        text = (
+            pl.when(zh)
+            .then(text.str.replace_all("\n", "。"))
+            .otherwise(text.str.replace_all("\n", ". "))
+        )
+        return pl.when(pl.col(col).list.len() > 0).then(text)
+
+    alarms = pl.concat_str(
+        pl.col("alarm_codes").list.join(", "), pl.lit(" "), pl.col("messages").list.join(" / ")
+    )
+    symptom = (
+        pl.when(zh)
+        .then(pl.concat_str(pl.col("machine"), pl.lit(" 报警 "), alarms, _span(True)))
+        .otherwise(
+            pl.concat_str(pl.lit("Alarm "), alarms, pl.lit(" on "), pl.col("machine"), _span(False))
+        )
+    )
+    samples = joined.with_columns(
+        symptom=symptom,
+        diagnosis=joined_text("_d"),
+        action=joined_text("_a"),
+        prevention=joined_text("_p"),
+    )
+    complete = pl.all_horizontal(pl.col(p).is_not_null() for p in PARTS)
+    origin = pl.struct(
+        symptom=pl.lit("alarm_log"),
+        diagnosis=pl.when(pl.col("diagnosis").is_not_null()).then(pl.lit("fault_table:cause")),
+        action=pl.when(pl.col("action").is_not_null()).then(pl.lit("fault_table:remedy")),
+        prevention=pl.when(pl.col("prevention").is_not_null()).then(
+            pl.lit("fault_table:prevention")
+        ),
+    )
+    samples = samples.with_columns(
+        part_origin=origin,
+        tier_hint=pl.when(~complete).then(pl.lit("C")),
+        kb_ids=pl.col("kb_ids").fill_null([]),
+    )
+    has_kb = pl.col("kb_ids").list.len() > 0
+    kept = samples.filter(has_kb).select(
+        *LINEAGE_SCHEMA,
+        "machine",
+        "alarm_codes",
+        "language",
+        *PARTS,
+        "part_origin",
+        "tier_hint",
+        "first_at",
+        "last_at",
+        "count",
+        "kb_ids",
+        "event_ids",
+        "workorder_ids",
+    )
+    rejected = make_rejects(
+        samples.filter(~has_kb).select(*LINEAGE_SCHEMA, "machine", "alarm_codes", "messages"),
+        STAGE,
+        "no_fault_code_entry",
+        pl.format("no knowledge-base entry for {}", pl.col("alarm_codes").list.join(", ")),
+    )
+    return stage_result(
+        kept,
+        rejected,
+        read=incidents.height,
+        complete=kept.filter(pl.col("tier_hint").is_null()).height,
+    )
