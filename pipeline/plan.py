@@ -61,9 +61,13 @@ def pack_efficiency(lengths: np.ndarray, capacity: int) -> tuple[int, float]:
         left = int(counts[length])
         while left:
             fitting = np.flatnonzero(open_bins[length:])
-            if fitting.size == 0:
-                open_bins[capacity - length] += left
-                bins += left
+            if fitting.size == 0:  # open new bins, each taking as many of these rows as fit
+                per_bin = capacity // length
+                full, rest = divmod(left, per_bin)
+                open_bins[capacity - per_bin * length] += full
+                if rest:
+                    open_bins[capacity - rest * length] += 1
+                bins += full + (1 if rest else 0)
                 break
             room = length + int(fitting[0])  # the tightest bin that still fits
             take = min(left, int(open_bins[room]))

@@ -147,6 +147,7 @@ class MemoryBreakdown(BaseModel):
     overhead: int  # allocator reserve + CUDA context + NCCL buffers
     peak_phase: PeakPhase
     phases: dict[str, int]  # device total (with overhead) at each candidate moment
+    components: dict[str, int]  # full size of every term, whether or not alive at the peak
     allocated_bytes: int  # what torch.cuda.max_memory_allocated would report
     reserved_bytes: int  # what torch.cuda.max_memory_reserved would report
     total_bytes: int  # device total, as nvidia-smi would show it
@@ -183,4 +184,5 @@ class MemoryBreakdown(BaseModel):
                 k: {"bytes": v, "gib": round(v / GIB, 3)} for k, v in self.terms().items()
             },
             "phases_gib": {k: round(v / GIB, 3) for k, v in self.phases.items()},
+            "components_gib": {k: round(v / GIB, 3) for k, v in self.components.items()},
         }

@@ -316,7 +316,8 @@ def render_markdown(df: pl.DataFrame, skipped: list[tuple[int, str]], notes: str
         )
     lines += ["", notes.strip(), "", "## Every row", ""]
     lines += [
-        "| row | source | case | regime | measured | measured GiB | estimated GiB | error | notes |",
+        "| row | source | case | regime | measured | measured GiB | estimated GiB | error "
+        "| notes |",
         "| ---: | --- | --- | --- | --- | ---: | ---: | ---: | --- |",
     ]
     for r in df.sort("row").iter_rows(named=True):

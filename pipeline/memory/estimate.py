@@ -361,7 +361,16 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
     }
     if not s.optimizer_in_backward:
         moments["optimizer_step"] = dict(gradients=gradients, optimizer_step_temp=step_temp)
-    return _breakdown(m, s, pc, trainable, static, weights, optimizer, adapters, moments)
+    components = dict(
+        weights=weights,
+        gradients=gradients,
+        optimizer=optimizer,
+        optimizer_step_temp=step_temp,
+        activations=stored + acts.transient,
+        logits_and_loss=logits,
+        adapters=adapters,
+    )
+    return _breakdown(m, s, pc, trainable, static, components, moments)
 
 
 def _breakdown(
@@ -370,9 +379,7 @@ def _breakdown(
     pc: ParamCounts,
     trainable: float,
     static: float,
-    weights: float,
-    optimizer: float,
-    adapters: float,
+    components: dict[str, float],
     moments: dict[str, dict[str, float]],
 ) -> MemoryBreakdown:
     phases: dict[str, int] = {}
@@ -390,16 +397,17 @@ def _breakdown(
         model=m.name,
         params=pc.total,
         trainable_params=int(trainable),
-        weights=int(weights),
+        weights=int(components["weights"]),
         gradients=int(terms.get("gradients", 0.0)),
-        optimizer=int(optimizer),
+        optimizer=int(components["optimizer"]),
         optimizer_step_temp=int(terms.get("optimizer_step_temp", 0.0)),
         activations=int(terms.get("activations", 0.0)),
         logits_and_loss=int(terms.get("logits_and_loss", 0.0)),
-        adapters=int(adapters),
+        adapters=int(components["adapters"]),
         overhead=int(reserve + fixed),
         peak_phase=phase,  # type: ignore[arg-type]
         phases=phases,
+        components={k: int(v) for k, v in components.items()},
         allocated_bytes=int(allocated),
         reserved_bytes=int(allocated + reserve),
         total_bytes=int(allocated + reserve + fixed),
@@ -428,7 +436,9 @@ def _inference(m: ModelSpec, s: TrainingSetup) -> MemoryBreakdown:
     prefill = tokens * e * (2 * h + a_width + 3 * f) / tp  # one layer's live tensors at prefill
     logits = s.micro_batch * m.vocab_size * 4.0 * 2  # last-token logits in fp32 + softmax
     moments = {"inference": dict(activations=kv_cache + prefill, logits_and_loss=logits)}
-    return _breakdown(m, s, pc, 0.0, weights, weights, 0.0, 0.0, moments)
+    components = dict(weights=weights, activations=kv_cache + prefill, logits_and_loss=logits)
+    components |= dict(gradients=0.0, optimizer=0.0, optimizer_step_temp=0.0, adapters=0.0)
+    return _breakdown(m, s, pc, 0.0, weights, components, moments)
 
 
 def fits(m: ModelSpec, s: TrainingSetup, gpu: Gpu, headroom: float = 0.15) -> bool:

@@ -1,0 +1,79 @@
+"""Recomputes the calibration error against published peaks (../shared/reference)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.memory.calibration import (
+    DEFAULT_CSV,
+    MEDIAN_APE_LIMIT,
+    by_regime,
+    evaluate,
+    load_cases,
+    row_to_case,
+    summarize,
+)
+from schemas.memory import GIB
+
+
+@pytest.fixture(scope="module")
+def cases():  # type: ignore[no-untyped-def]
+    if not DEFAULT_CSV.exists():
+        pytest.skip(f"../shared not present: {DEFAULT_CSV}")
+    return load_cases(DEFAULT_CSV)
+
+
+def test_median_error_within_limit(cases) -> None:  # type: ignore[no-untyped-def]
+    rows, skipped = cases
+    assert len(rows) >= 130 and len(skipped) <= 3
+    s = summarize(evaluate(rows))
+    assert s["median_ape"] <= MEDIAN_APE_LIMIT, s
+    assert s["p90_ape"] < 0.6, s
+    assert by_regime(evaluate(rows)).height >= 6
+
+
+def _row(**kw: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "source": "QwenLM/Qwen README.md 'Profiling of Memory and Speed' table",
+        "model": "Qwen-7B",
+        "params_b": 7.72,
+        "method": "LoRA",
+        "precision": "bf16 (HF Trainer --bf16)",
+        "optimizer": "AdamW",
+        "seq_len": 2048,
+        "micro_batch": 1,
+        "grad_ckpt": "on",
+        "packing": "no (padded to length)",
+        "zero_or_fsdp": "none",
+        "n_gpus": 1,
+        "gpu": "A100-SXM4-80GB",
+        "peak_mem_gb": 23.8,
+        "unit": "GB",
+        "notes": "grad accum 8; LoRA r=64 on c_attn,c_proj,w1,w2",
+    }
+    return base | kw
+
+
+def test_row_parsing_units_and_totals() -> None:
+    c = row_to_case(0, _row())
+    assert not isinstance(c, str)
+    assert c.measured_bytes == pytest.approx(23.8e9)
+    assert c.setup.lora_rank == 64 and len(c.setup.lora_targets) == 7
+    assert c.setup.grad_accum_steps == 8 and c.setup.recompute == "full"
+    total = row_to_case(0, _row(unit="GB_sum_all_gpus", n_gpus=4, peak_mem_gb=95.1,
+                                zero_or_fsdp="DeepSpeed ZeRO-2"))  # fmt: skip
+    assert not isinstance(total, str)
+    assert total.measured_bytes == pytest.approx(95.1e9 / 4)
+    assert total.setup.zero == 2 and total.setup.dp == 4
+    gib = row_to_case(0, _row(unit="GiB", peak_mem_gb=10.0))
+    assert not isinstance(gib, str) and gib.measured_bytes == 10 * GIB
+    tp = row_to_case(0, _row(method="full", zero_or_fsdp="FSDP 32 x TP 8", n_gpus=256,
+                             grad_ckpt="selective (op)"))  # fmt: skip
+    assert not isinstance(tp, str)
+    assert (tp.setup.dp, tp.setup.tp, tp.setup.zero, tp.setup.recompute) == (
+        32,
+        8,
+        3,
+        "selective_op",
+    )
+    assert isinstance(row_to_case(0, _row(n_gpus=None)), str)
