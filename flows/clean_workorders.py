@@ -35,7 +35,14 @@ from pipeline.tiers import assign_tiers
 from pipeline.tokens import count_tokens
 from schemas import arrow
 from schemas.config import PipelineConfig, load_config
-from schemas.manifest import Counts, InputFile, Manifest, StageCounts, StageOutput
+from schemas.manifest import (
+    Counts,
+    InputFile,
+    Manifest,
+    RefreshSummary,
+    StageCounts,
+    StageOutput,
+)
 
 FLOW_NAME = "clean-workorders"
 STAGES = ["ingest", "normalize", "filter", "dedup", "structure", "tiers"]
@@ -278,7 +285,13 @@ def clean_workorders(
             keys["dedup"].append(k_dedup)
             stage_outputs += [deduped, structured, tiered]
 
-        snapshot, counts = publish_task(out, work, keys, plan.unchanged, stage_outputs, cfg)
+        refresh = RefreshSummary(
+            previous_snapshot=state.name if state else None,
+            processed=plan.to_process,
+            carried=plan.unchanged,
+            removed=plan.removed,
+        )
+        snapshot, counts = publish_task(out, work, keys, refresh, stage_outputs, cfg)
         shutil.rmtree(work_root, ignore_errors=True)
         shutil.rmtree(Path(out) / "state" / "task-results", ignore_errors=True)
 

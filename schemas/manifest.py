@@ -61,6 +61,15 @@ class OutputFile(BaseModel):
     sha256: str
 
 
+class RefreshSummary(BaseModel):
+    """Which input files this run processed and which it carried over from the last snapshot."""
+
+    previous_snapshot: str | None
+    processed: list[str]
+    carried: list[str]
+    removed: list[str]
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -71,6 +80,7 @@ class Manifest(BaseModel):
     config_hash: str
     inputs: list[InputFile]
     counts: Counts
+    refresh: RefreshSummary
     outputs: list[OutputFile]
 
 

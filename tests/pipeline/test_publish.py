@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.publish import SnapshotWriter, latest_snapshot
 from schemas import arrow
-from schemas.manifest import Counts, Manifest
+from schemas.manifest import Counts, Manifest, RefreshSummary
 from schemas.publish import PublishConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,6 +47,7 @@ def publish(out: Path, n: int, snapshot_id: str, cfg: PublishConfig | None = Non
             config_hash="h",
             inputs=[],
             counts=Counts(read=n, kept=0, rejected=n, by_reason={"placeholder": n}),
+            refresh=RefreshSummary(previous_snapshot=None, processed=[], carried=[], removed=[]),
             outputs=writer.outputs,
         )
         return writer.commit(manifest)
