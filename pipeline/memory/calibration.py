@@ -78,7 +78,7 @@ def _unit_bytes(value: float, unit: str, n_gpus: int) -> float:
 
 
 def _measured_kind(source: str) -> str:
-    if "Active" in source:
+    if "Active" in source or "max_memory_allocated" in source:
         return "allocated"
     if "torchtitan" in source or "torchtune" in source:
         return "reserved"
@@ -152,7 +152,7 @@ def row_to_case(i: int, r: dict[str, object]) -> CalibrationCase | str:
             if ckpt.startswith("not stated"):
                 assumptions.append("activation checkpointing not stated: taken as on")
         kw["activation_offload"] = "offload" in ckpt
-    kw["attention"] = "sdpa" if torchtune else "flash"
+    kw["attention"] = "sdpa" if torchtune or "attn_implementation=sdpa" in notes else "flash"
     flags_table = "Optimization flags" in source
     chunked = (
         "chunked" in notes.lower()

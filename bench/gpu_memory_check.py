@@ -1,0 +1,262 @@
+"""Measure peak GPU memory of real training steps and compare it with the estimator.
+
+Builds Qwen2-shaped models from a preset's shape with random weights (no download), runs a few
+optimizer steps for full fine-tuning (pure bf16, AdamW), LoRA (bf16 base, fp32 adapters via
+PEFT) and QLoRA (bitsandbytes NF4 with double quantization) at two sequence lengths, records
+torch.cuda.max_memory_allocated / max_memory_reserved, and writes rows in the format of
+../shared/reference/measured_memory_calibration.csv so that
+
+    python -m pipeline.memory.calibration \
+        --csv ../shared/reference/measured_memory_calibration.csv \
+        --csv bench/gpu_memory_rows.csv --out docs/calibration.md
+
+adds them to the calibration report. Needs an NVIDIA GPU with torch, transformers, peft and
+bitsandbytes; without them it says so and exits 0. `--dry-run` prints the estimates only.
+
+    python bench/gpu_memory_check.py [--models qwen2.5-0.5b qwen2.5-1.5b] [--seq-lens 1024 4096]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pipeline.memory.calibration import row_to_case  # noqa: E402
+from pipeline.memory.estimate import estimate, param_counts  # noqa: E402
+from pipeline.memory.models import get_model  # noqa: E402
+from schemas.memory import GIB  # noqa: E402
+
+COLUMNS = [
+    "source", "model", "params_b", "method", "precision", "optimizer", "seq_len", "micro_batch",
+    "grad_ckpt", "packing", "zero_or_fsdp", "n_gpus", "gpu", "peak_mem_gb", "unit", "notes",
+]  # fmt: skip
+SOURCE = "bench/gpu_memory_check.py (torch.cuda.max_memory_allocated)"
+PRECISION = {
+    "full": "bf16 pure",
+    "LoRA": "bf16 base + fp32 adapters (PEFT)",
+    "QLoRA": "NF4 base (bitsandbytes, double quant) + fp32 adapters",
+}
+LORA_RANK = 16
+LORA_DROPOUT = 0.05
+
+
+def row_template(model: str, method: str, seq: int, batch: int, attn: str) -> dict[str, object]:
+    spec = get_model(model)
+    return {
+        "source": SOURCE,
+        "model": model,
+        "params_b": round(param_counts(spec).total / 1e9, 3),
+        "method": method,
+        "precision": PRECISION[method],
+        "optimizer": "AdamW (torch, foreach)",
+        "seq_len": seq,
+        "micro_batch": batch,
+        "grad_ckpt": "on (HF gradient_checkpointing, non-reentrant)",
+        "packing": "no (padded to length)",
+        "zero_or_fsdp": "none",
+        "n_gpus": 1,
+        "gpu": "",
+        "peak_mem_gb": None,
+        "unit": "GiB",
+        "notes": (
+            f"random-weight Qwen2 built from the {model} shape; attn_implementation={attn}; "
+            f"grad accum 1; HF loss (fp32 upcast)"
+            + (
+                f"; LoRA r={LORA_RANK} on all linear, dropout {LORA_DROPOUT}"
+                if method != "full"
+                else ""
+            )  # fmt: skip
+        ),
+    }
+
+
+def estimate_row(row: dict[str, object]) -> float:
+    """Estimated allocated GiB for a row, through the same parsing as the calibration."""
+    case = row_to_case(0, row | {"peak_mem_gb": 0.0})  # the measurement plays no part
+    if isinstance(case, str):
+        raise ValueError(case)
+    return estimate(get_model(case.model), case.setup).allocated_bytes / GIB
+
+
+def _have_gpu_stack() -> str | None:
+    """None if torch+CUDA, transformers, peft and bitsandbytes are usable, else why not."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU visible to torch"
+    for mod in ("transformers", "peft", "bitsandbytes"):
+        try:
+            __import__(mod)
+        except ImportError:
+            return f"{mod} is not installed"
+    return None
+
+
+def _attn_impl() -> str:
+    try:
+        import flash_attn  # noqa: F401
+
+        return "flash_attention_2"
+    except ImportError:
+        return "sdpa"
+
+
+def _build(model_name: str, method: str, attn: str, workdir: Path):  # type: ignore[no-untyped-def]
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import BitsAndBytesConfig, Qwen2Config, Qwen2ForCausalLM
+
+    spec = get_model(model_name)
+    cfg = Qwen2Config(
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        vocab_size=spec.vocab_size,
+        tie_word_embeddings=spec.tie_embeddings,
+        max_position_embeddings=spec.max_context,
+        use_cache=False,
+        attn_implementation=attn,
+        torch_dtype=torch.bfloat16,
+    )
+    torch.manual_seed(0)
+    if method == "QLoRA":
+        # bitsandbytes quantizes while loading: save random bf16 weights locally, load in NF4.
+        path = workdir / model_name
+        if not (path / "config.json").exists():  # built on the CPU, straight in bf16
+            Qwen2ForCausalLM._from_config(cfg, torch_dtype=torch.bfloat16).save_pretrained(path)
+        bnb = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16,
+        )
+        model = Qwen2ForCausalLM.from_pretrained(
+            path, quantization_config=bnb, torch_dtype=torch.bfloat16, device_map={"": 0},
+            attn_implementation=attn,
+        )  # fmt: skip
+    else:
+        with torch.device("cuda"):  # initialized directly in bf16 on the GPU
+            model = Qwen2ForCausalLM._from_config(
+                cfg, torch_dtype=torch.bfloat16, attn_implementation=attn
+            )
+    model.config.use_cache = False
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if method != "full":
+        model.enable_input_require_grads()
+        lora = LoraConfig(
+            r=LORA_RANK,
+            lora_alpha=2 * LORA_RANK,
+            lora_dropout=LORA_DROPOUT,
+            target_modules=[
+                "q_proj",
+                "k_proj",
+                "v_proj",
+                "o_proj",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            ],  # fmt: skip
+            task_type="CAUSAL_LM",
+        )
+        model = get_peft_model(model, lora)
+    model.train()
+    return model
+
+
+def measure(model_name: str, method: str, seq: int, batch: int, steps: int, attn: str,
+            workdir: Path) -> tuple[float, float]:  # fmt: skip
+    """(peak allocated GiB, peak reserved GiB) over model build and `steps` optimizer steps."""
+    import torch
+
+    gc.collect()
+    torch.cuda.empty_cache()
+    model = _build(model_name, method, attn, workdir)
+    # Training steady state only: the weights stay allocated, load-time transients do not count.
+    torch.cuda.reset_peak_memory_stats()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-5)  # foreach on CUDA; states in the params' dtype
+    vocab = get_model(model_name).vocab_size
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for _ in range(steps):
+        ids = torch.randint(0, vocab, (batch, seq), device="cuda", generator=gen)
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() / GIB, torch.cuda.max_memory_reserved() / GIB
+    del model, opt, params, loss
+    gc.collect()
+    torch.cuda.empty_cache()
+    return peak
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", nargs="+", default=["qwen2.5-0.5b", "qwen2.5-1.5b"])
+    ap.add_argument("--methods", nargs="+", default=["full", "LoRA", "QLoRA"])
+    ap.add_argument("--seq-lens", nargs="+", type=int, default=[1024, 4096])
+    ap.add_argument("--micro-batch", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "gpu_memory_rows.csv")
+    ap.add_argument("--dry-run", action="store_true", help="print estimates only; no GPU needed")
+    args = ap.parse_args(argv)
+
+    why_not = None if args.dry_run else _have_gpu_stack()
+    if why_not:
+        print(f"gpu_memory_check: skipped, {why_not}. Nothing measured.")
+        return 0
+    attn = "sdpa" if args.dry_run else _attn_impl()
+    gpu_name = ""
+    if not args.dry_run:
+        import torch
+
+        gpu_name = torch.cuda.get_device_name(0)
+    rows: list[dict[str, object]] = []
+    print(f"{'model':<14}{'method':<7}{'seq':>6}{'measured':>10}{'reserved':>10}"
+          f"{'estimate':>10}{'error':>8}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for model_name in args.models:
+            for method in args.methods:
+                for seq in args.seq_lens:
+                    row = row_template(model_name, method, seq, args.micro_batch, attn)
+                    row["gpu"] = gpu_name
+                    est = estimate_row(row)
+                    if args.dry_run:
+                        print(f"{model_name:<14}{method:<7}{seq:>6}{'-':>10}{'-':>10}{est:>10.2f}")
+                        continue
+                    t0 = time.perf_counter()
+                    alloc, reserved = measure(model_name, method, seq, args.micro_batch,
+                                              args.steps, attn, Path(tmp))  # fmt: skip
+                    row["peak_mem_gb"] = round(alloc, 3)
+                    row["notes"] = f"{row['notes']}; max_memory_reserved {reserved:.2f} GiB"
+                    rows.append(row)
+                    print(
+                        f"{model_name:<14}{method:<7}{seq:>6}{alloc:>10.2f}{reserved:>10.2f}"
+                        f"{est:>10.2f}{100 * (est / alloc - 1):>7.1f}%"
+                        f"  ({time.perf_counter() - t0:.0f} s)",
+                        flush=True,
+                    )
+    if rows:
+        with args.out.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=COLUMNS)
+            w.writeheader()
+            w.writerows(rows)
+        print(f"wrote {len(rows)} rows to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
