@@ -10,7 +10,7 @@ or a consumed neighbour put back through a capture group.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import ftfy
 import polars as pl
@@ -152,20 +152,48 @@ _PUNCT_STANDINS = [chr(0xE000 + i) for i in range(len(_PROTECTED_PUNCT))]
 _INVISIBLE = "[\u200b-\u200d\u2060\ufeff\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 
 
-def finish_text(expr: pl.Expr, cfg: NormalizeConfig) -> pl.Expr:
-    """NFKC (full width letters and digits to ASCII, Chinese punctuation kept), invisible
-    characters dropped, whitespace collapsed and stripped; empty becomes null."""
+# Characters NFKC leaves alone (ASCII, CJK ideographs and punctuation, protected punctuation).
+# A string with none outside them and no doubled, leading or trailing space is already final.
+_FINAL_CHARS = (
+    "\x20-\x7e\u3400-\u4dbf\u4e00-\u9fff\u3001-\u3003\u3008-\u3011\u3014-\u301b"
+    "\u2018\u2019\u201c\u201d\u2014\u00b0\u00b7\u00d7" + "".join(_PROTECTED_PUNCT)
+)
+_NEEDS_FINISH = f"[^{_FINAL_CHARS}]|  |^ | $"
+
+
+def on_matching(expr: pl.Expr, pattern: str, fn: Callable[[pl.Expr], pl.Expr]) -> pl.Expr:
+    """Apply the string expression `fn` only to the values matching `pattern`; the rest pass
+    through. Columnar on the matching subset: worth it when `fn` is costly and matches rare."""
+
+    def batch(s: pl.Series) -> pl.Series:
+        idx = s.str.contains(pattern).fill_null(False).arg_true()
+        if idx.len() == 0:
+            return s
+        out = s.clone()
+        out.scatter(idx, pl.select(fn(pl.lit(s.gather(idx)))).to_series())
+        return out
+
+    return expr.map_batches(batch, return_dtype=pl.String, is_elementwise=True)
+
+
+def _finish_all(expr: pl.Expr, keep_newlines: bool) -> pl.Expr:
     out = (
         expr.str.replace_many(_PROTECTED_PUNCT, _PUNCT_STANDINS)
         .str.normalize("NFKC")
         .str.replace_many(_PUNCT_STANDINS, _PROTECTED_PUNCT)
         .str.replace_all(_INVISIBLE, "")
     )
-    if cfg.keep_newlines:
+    if keep_newlines:
         out = out.str.replace_all(r"\s*\n\s*", "\n").str.replace_all(r"[^\S\n]+", " ")
     else:
         out = out.str.replace_all(r"\s+", " ")
-    out = out.str.strip_chars()
+    return out.str.strip_chars()
+
+
+def finish_text(expr: pl.Expr, cfg: NormalizeConfig) -> pl.Expr:
+    """NFKC (full width letters and digits to ASCII, Chinese punctuation kept), invisible
+    characters dropped, whitespace collapsed and stripped; empty becomes null."""
+    out = on_matching(expr, _NEEDS_FINISH, lambda e: _finish_all(e, cfg.keep_newlines))
     return pl.when(out.str.len_bytes() > 0).then(out)
 
 
@@ -186,8 +214,12 @@ def is_unrecoverable(expr: pl.Expr) -> pl.Expr:
 
 
 def detect_language(expr: pl.Expr, min_han_share: float = 0.2) -> pl.Expr:
-    """'zh' when Han characters make up at least `min_han_share` of Han + Latin letters."""
-    han = expr.str.count_matches(r"\p{Han}").fill_null(0)
+    """'zh' when Han characters make up at least `min_han_share` of Han + Latin letters.
+
+    Han is counted as characters of three UTF-8 bytes (CJK ideographs and punctuation), from
+    byte and character lengths: no regex pass.
+    """
+    han = ((expr.str.len_bytes() - expr.str.len_chars()) // 2).fill_null(0)
     latin = expr.str.count_matches(r"[A-Za-z]").fill_null(0)
     is_zh = (han > 0) & (han >= pl.lit(min_han_share) * (han + latin))
     return pl.when(is_zh).then(pl.lit("zh")).otherwise(pl.lit("en"))
@@ -248,6 +280,18 @@ _EN_CUED_NAME = (
 )
 
 
+# Every e-mail, phone and ID pattern needs one of these: the contact patterns run only there.
+_MAY_HOLD_CONTACT = r"@|\+\d|\d{3}[ .-]?\d{3}|\(\d"
+
+
+def _redact_contacts(text: pl.Expr) -> pl.Expr:
+    out = text.str.replace_all(EMAIL, "[EMAIL]").str.replace_all(_ID_RE, "${1}[ID]${2}")
+    # A separator shared by two matches is consumed by the first: a second pass takes the rest.
+    return out.str.replace_all(_PHONE_RE, "${1}[PHONE]${2}").str.replace_all(
+        _PHONE_RE, "${1}[PHONE]${2}"
+    )
+
+
 def redact_pii(text: pl.Expr, names: Sequence[str] = ()) -> pl.Expr:
     """Replace e-mail addresses, ID numbers, phone numbers and person names by placeholders.
 
@@ -255,12 +299,7 @@ def redact_pii(text: pl.Expr, names: Sequence[str] = ()) -> pl.Expr:
     (联系人：张伟, 王工, Contact: John Smith, signed by J. Doe) are found by pattern.
     Count what was replaced with `count_placeholders(after) - count_placeholders(before)`.
     """
-    out = text.str.replace_all(EMAIL, "[EMAIL]")
-    out = out.str.replace_all(_ID_RE, "${1}[ID]${2}")
-    # A separator shared by two matches is consumed by the first: a second pass takes the rest.
-    out = out.str.replace_all(_PHONE_RE, "${1}[PHONE]${2}").str.replace_all(
-        _PHONE_RE, "${1}[PHONE]${2}"
-    )
+    out = on_matching(text, _MAY_HOLD_CONTACT, _redact_contacts)
     if names:
         ordered = sorted(set(names), key=lambda n: (-len(n), n))
         out = out.str.replace_many(ordered, ["[NAME]"] * len(ordered), leftmost=True)
@@ -294,15 +333,18 @@ def known_names(values: Iterable[str | None], cfg: NormalizeConfig) -> list[str]
 
 FAMILIES = ("FANUC", "SINUMERIK", "MITSUBISHI", "HEIDENHAIN", "HAAS")
 _FAMILY_PATTERNS = {
-    "FANUC": rf"(?i)fanuc|发那科|法那科|{B}(?:0i|1[68]i|2[01]i|3[0-5]i)",
-    "SINUMERIK": rf"(?i)sinumerik|siemens|西门子|{B}8[0-4]\dD{B}",
-    "MITSUBISHI": rf"(?i)mitsubishi|三菱|meldas|{B}M[78]\d{{1,2}}[A-Z]?{B}",
-    "HEIDENHAIN": rf"(?i)heidenhain|海德汉|{B}i?TNC",
-    "HAAS": rf"(?i)haas|哈斯|{B}VF-?\d",
+    "FANUC": rf"fanuc|发那科|法那科|{B}(?:0i|1[68]i|2[01]i|3[0-5]i)",
+    "SINUMERIK": rf"sinumerik|siemens|西门子|{B}8[0-4]\dD{B}",
+    "MITSUBISHI": rf"mitsubishi|三菱|meldas|{B}M[78]\d{{1,2}}[A-Z]?{B}",
+    "HEIDENHAIN": rf"heidenhain|海德汉|{B}i?TNC",
+    "HAAS": rf"haas|哈斯|{B}VF-?\d",
 }
 # Digits a bare cued number must have, per family (anything else: the generic rule).
 _BARE_DIGITS = {"FANUC": "3,4", "HAAS": "3,4", "MITSUBISHI": "3,4", "SINUMERIK": "4,6"}
 _GENERIC_DIGITS = "3,6"
+
+
+_BRAND_MENTION = "(?i)" + "|".join(_FAMILY_PATTERNS.values())
 
 
 def family_of(model: pl.Expr) -> pl.Expr:
@@ -344,11 +386,12 @@ _FANUC_FULL = rf"^({_FANUC_PREFIXES})[ -]?(\d{{3,4}})$"
 _MITSUBISHI_FULL = r"^([SMYZPLTU]\d{2})[ -]?([0-9A-F]{4})$|^([SYZ]\d{2})$"
 _HEIDENHAIN_FULL = r"^[0-9A-F]{4}-[0-9A-F]{4}$"
 
-# Text that holds numbers which are not alarm codes; blanked out before extraction. The first
-# alternative keeps "Alarm No." / "ALM #" so that the No./# rules below do not eat the code.
+# "Alarm No. 414", "ALM #108": rewritten to a plain cue first, so the No./# rules below keep it.
+_NUMBERED_CUE = rf"{B}(?i:alarm|alm)\s*(?:(?i:no\.?|nr\.?|number)\s*[:：]?|[:：]?\s*#)\s*"
+# Text that holds numbers which are not alarm codes: replaced by a marker (\x1f) that no code
+# or cue pattern crosses, so blanking never joins a cue word to a later number.
 _NOT_CODES = "|".join(
     (
-        rf"({B}(?i:alarm|alm)\s*(?i:no\.?|nr\.?|number)?\s*[:：]?\s*#?)",
         EMAIL,
         CN_ID,
         *PHONES,
@@ -410,7 +453,7 @@ def _valid_code() -> pl.Expr:
         ]
     )
     generic = rf"^[A-Z][A-Z0-9_/]*:\d{{{_GENERIC_DIGITS}}}$"
-    is_known_family = e.str.contains(rf"^(?:{'|'.join(FAMILIES)}|DROP):")
+    is_known_family = e.str.contains(rf"^(?:{'|'.join(FAMILIES)}):")
     return e.str.contains(rf"^(?:{known})$") | (~is_known_family & e.str.contains(generic))
 
 
@@ -428,29 +471,60 @@ def extract_alarm_codes(
     machine data, dates, times, part numbers, phone/ID numbers and speeds are blanked first.
     Run it on repaired text (`repair_text`): full-width codes are found after NFKC.
     """
-    masked = text.str.replace(r"(?-u:\b)P/S\s?(\d)", "PS${1}").str.replace_all(_NOT_CODES, "${1} ")
-    tokens = masked.str.extract_all(_ALARM_TOKENS).list.eval(_canonical_token()).list.drop_nulls()
-    joined = tokens.list.join(" ")
-
-    hint = _hint_family(family_hint) if family_hint is not None else pl.lit(None, dtype=pl.String)
-    mentioned = family_of(text)
-    family = pl.coalesce(hint, mentioned, pl.lit("ALARM"))
-    context = pl.coalesce(hint, mentioned)
-    joined = (
-        joined.str.replace_all(
-            "M?:",
-            pl.when(context == "MITSUBISHI").then(pl.lit("MITSUBISHI:")).otherwise(pl.lit("DROP:")),
-            literal=True,
-        )
-        .str.replace_all(
-            "H?:",
-            pl.when(context == "HEIDENHAIN").then(pl.lit("HEIDENHAIN:")).otherwise(pl.lit("DROP:")),
-            literal=True,
-        )
-        .str.replace_all("?:", family + pl.lit(":"), literal=True)
+    hint = pl.lit(None, dtype=pl.String) if family_hint is None else family_hint.cast(pl.String)
+    return pl.struct(text.cast(pl.String).alias("text"), hint.alias("hint")).map_batches(
+        lambda s: _alarm_codes_batch(s.struct.unnest(), cfg.max_alarm_codes),
+        return_dtype=pl.List(pl.String),
+        is_elementwise=True,
     )
-    codes = joined.str.split(" ").list.eval(pl.element().filter(_valid_code()))
-    return codes.list.unique(maintain_order=True).list.head(cfg.max_alarm_codes).fill_null([])
+
+
+# Without one of these in the raw text, the masked text holds no code either.
+_CANDIDATE = f"{_ALARM_TOKENS}|P/S"
+_NO_CODES = pl.lit([], dtype=pl.List(pl.String))
+
+
+def _alarm_codes_batch(frame: pl.DataFrame, cap: int) -> pl.Series:
+    """Codes for a frame of (text, hint); the work runs on the rows holding a candidate."""
+    frame = frame.with_row_index("_i")
+    codes = (
+        frame.filter(pl.col("text").str.contains(_CANDIDATE).fill_null(False))
+        .with_columns(
+            pl.col("text")
+            .str.replace_all(rf"{B}P/S\s?(\d)", "PS${1}")
+            .str.replace_all(_NUMBERED_CUE, "报警 ")
+            .str.replace_all(_NOT_CODES, "\x1f")
+            .str.extract_all(_ALARM_TOKENS)
+            .list.eval(_canonical_token())
+            .list.drop_nulls()
+            .list.join(" ")
+            .alias("_tokens"),
+            pl.coalesce(
+                _hint_family(pl.col("hint")),
+                family_of(pl.col("text").str.extract(f"({_BRAND_MENTION})", 1)),
+                pl.lit("ALARM"),
+            ).alias("_family"),
+        )
+        .select(
+            "_i",
+            pl.col("_tokens")
+            .str.replace_all("M?:", _in_context("MITSUBISHI"), literal=True)
+            .str.replace_all("H?:", _in_context("HEIDENHAIN"), literal=True)
+            .str.replace_all("?:", pl.col("_family") + pl.lit(":"), literal=True)
+            .str.split(" ")
+            .list.eval(pl.element().filter(_valid_code()))
+            .list.unique(maintain_order=True)
+            .list.head(cap)
+            .alias("codes"),
+        )
+    )
+    joined = frame.select("_i").join(codes, on="_i", how="left", maintain_order="left")
+    return joined.select(pl.col("codes").fill_null(_NO_CODES)).to_series()
+
+
+def _in_context(family: str) -> pl.Expr:
+    """Prefix for a family-shaped code: the family where the row is one, else a dropped one."""
+    return pl.when(pl.col("_family") == family).then(pl.lit(f"{family}:")).otherwise(pl.lit("-:"))
 
 
 # --- the stage ------------------------------------------------------------------------------
