@@ -254,6 +254,8 @@ def test_nulls_and_empty_rows() -> None:
     # <|im_start|> user \n <|im_end|> \n <|im_start|> assistant \n 好 <|im_end|> \n
     assert chat == [None, 0, 11]
     assert count_tokens(df, QWEN, column="text")["n_tokens"].to_list() == [None, 1, 2]
+    empty = count_tokens(df.clear(), QWEN)
+    assert empty.height == 0 and empty.schema["n_tokens"] == pl.Int32
 
 
 def test_bad_inputs_say_what_is_wrong(tmp_path) -> None:
