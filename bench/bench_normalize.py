@@ -1,6 +1,6 @@
 """Time `normalize` on synthetic work orders (realistic strings repeated with variations).
 
-    .venv/bin/python bench/bench_normalize.py --rows 200000
+.venv/bin/python bench/bench_normalize.py --rows 200000
 """
 
 from __future__ import annotations
@@ -70,7 +70,9 @@ def build(rows: int, seed: int = 7) -> pl.DataFrame:
         cols["symptom"].append(rng.choice(SYMPTOMS).format(n=n) + f" #{rng.randrange(50)}")
         cols["cause"].append(rng.choice(["编码器线缆破损", "fan clogged with oil mist", None]))
         cols["action"].append(rng.choice(ACTIONS))
-        cols["prevention"].append(rng.choice(["每月清理风扇滤网", "check cable routing weekly", None]))
+        cols["prevention"].append(
+            rng.choice(["每月清理风扇滤网", "check cable routing weekly", None])
+        )
         cols["technician"].append(rng.choice(TECHS))
         cols["status"].append(rng.choice(["已完成", "closed", "处理中"]))
         cols["remarks"].append(rng.choice(REMARKS) or None)
