@@ -34,6 +34,15 @@ STAGE = "dedup"
 CONTENT_PARTS: tuple[str, ...] = ("symptom", "cause", "action", "prevention")
 _PART_SEP = "\x1f"  # joins normalized parts; never inside a part (control characters removed)
 _STRIP = r"[\s\p{P}\p{C}]"
+# dates and clock times say when, not what: removed before hashing (a re-logged order is a dup)
+_DATE = (
+    r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?(?:\s*\d{1,2}:\d{2}(?::\d{2})?)?"
+    r"|\d{1,2}:\d{2}(?::\d{2})?"
+)
+# code-like numbers (25080, 0411 of sv0411, 8b40): 3+ digits or digit groups joined by a
+# letter. Two records where neither set contains the other are different incidents (another
+# alarm code, machine, parameter or part number); counts and durations (1-2 digits) are not.
+_NUMBER = r"[0-9]+(?:[a-z][0-9]+)+|[0-9]{3,}"
 
 _U64 = np.uint64
 _MERSENNE = _U64((1 << 61) - 1)
@@ -62,12 +71,14 @@ _CHUNK_SHINGLES = 8192
 
 
 def normalized_text(column: str) -> pl.Expr:
-    """NFKC, lower case, whitespace/punctuation/control characters removed; null -> ''."""
+    """NFKC, lower case, dates/times, whitespace, punctuation and control characters removed;
+    null -> ''. Letters, digits and symbols stay: alarm codes and numbers are not flattened."""
     return (
         pl.col(column)
         .fill_null("")
         .str.normalize("NFKC")
         .str.to_lowercase()
+        .str.replace_all(_DATE, "")
         .str.replace_all(_STRIP, "")
     )
 
@@ -297,33 +308,64 @@ def _components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- the stage
 
 
-def _features(batch: pl.DataFrame, cfg: DedupConfig) -> dict[str, np.ndarray]:
-    """Content and alarm-code hashes, completeness features and, for new content, signatures."""
+def _sorted_set(lists: pl.Series) -> pl.Series:
+    return lists.fill_null([]).list.unique().list.sort()
+
+
+def _features(batch: pl.DataFrame, cfg: DedupConfig) -> dict:
+    """Code points, hashes, guard sets (alarm codes, numbers) and completeness features."""
     parts = batch.select(normalized_text(c).alias(c) for c in CONTENT_PARTS)
     content = parts.select(pl.concat_str(CONTENT_PARTS, separator=_PART_SEP)).to_series()
-    codes_col = (
-        batch.get_column("alarm_codes").list.unique().list.sort().list.join(",").fill_null("")
+    codes = _sorted_set(
+        batch.get_column("alarm_codes").list.eval(pl.element().str.to_lowercase())
         if "alarm_codes" in batch.columns
+        else pl.Series([[]] * batch.height, dtype=pl.List(pl.String))
+    )
+    machine_cols = [c for c in cfg.machine_columns if c in batch.columns]
+    machine = (
+        batch.select(
+            pl.concat_str([normalized_text(c) for c in machine_cols], separator=_PART_SEP)
+        ).to_series()
+        if machine_cols
         else pl.Series([""] * batch.height)
     )
+    machine = machine.str.replace_all(_PART_SEP, "")
     cps, starts, lengths = _codepoints(content, cfg.shingle_size - 1)
-    ccps, cstarts, clengths = _codepoints(codes_col, 0)
     lens = parts.select(pl.col(c).str.len_chars() for c in CONTENT_PARTS)
     return {
         "cps": cps,
         "starts": starts,
         "lengths": lengths,
         "content_hash": _string_hashes(cps, starts, lengths),
-        "codes_hash": _string_hashes(ccps, cstarts, clengths),
+        "codes": codes,
+        "numbers": _sorted_set(content.str.extract_all(_NUMBER)),
+        "codes_hash": _string_hashes(*_codepoints(codes.list.join(","), 0)),
+        "machine_hash": _string_hashes(*_codepoints(machine, 0)),
+        "has_codes": (codes.list.len() > 0).to_numpy(),
         "n_parts": lens.select(pl.sum_horizontal(pl.all() > 0)).to_series().to_numpy(),
         "cause_len": lens.get_column("cause").to_numpy(),
         "content_len": lens.select(pl.sum_horizontal(pl.all())).to_series().to_numpy(),
     }
 
 
-def _node_key(content_hash: np.ndarray, codes_hash: np.ndarray) -> np.ndarray:
-    """Identity of a node: normalized content together with its alarm codes."""
-    return _fmix64(content_hash ^ (codes_hash * _MIX2))
+def _node_key(content: np.ndarray, codes: np.ndarray, machine: np.ndarray) -> np.ndarray:
+    """Identity of a node: normalized content together with its alarm codes and machine."""
+    return _fmix64(content ^ (codes * _MIX2) ^ _fmix64(machine ^ _MIX))
+
+
+def _guard(
+    codes: pl.Series, numbers: pl.Series, machine: np.ndarray, u: np.ndarray, v: np.ndarray
+) -> np.ndarray:
+    """Pairs that may be merged: same machine columns, and for alarm codes and for code-like
+    numbers, one record's set contains the other's."""
+
+    def nested(sets: pl.Series) -> pl.Expr:
+        a, b = sets.gather(u), sets.gather(v)
+        return (a.list.set_difference(b).list.len() == 0) | (
+            b.list.set_difference(a).list.len() == 0
+        )
+
+    return (machine[u] == machine[v]) & (nested(codes) & nested(numbers)).to_numpy()
 
 
 def _check_index(index: pl.DataFrame, cfg: DedupConfig) -> None:
@@ -358,9 +400,13 @@ def dedup(
     n = df.height
     content_hash = np.empty(n, dtype=np.uint64)
     codes_hash = np.empty(n, dtype=np.uint64)
+    machine_hash = np.empty(n, dtype=np.uint64)
+    rep_codes: list[pl.Series] = []
+    rep_numbers: list[pl.Series] = []
     n_parts = np.empty(n, dtype=np.int64)
     cause_len = np.empty(n, dtype=np.int64)
     content_len = np.empty(n, dtype=np.int64)
+    has_codes = np.empty(n, dtype=bool)
     is_rep = np.zeros(n, dtype=bool)
     seen = np.empty(0, dtype=np.uint64)
     rep_sigs: list[np.ndarray] = []
@@ -369,15 +415,19 @@ def dedup(
         hi = lo + len(f["lengths"])
         content_hash[lo:hi] = f["content_hash"]
         codes_hash[lo:hi] = f["codes_hash"]
+        machine_hash[lo:hi] = f["machine_hash"]
         n_parts[lo:hi] = f["n_parts"]
         cause_len[lo:hi] = f["cause_len"]
         content_len[lo:hi] = f["content_len"]
-        key = _node_key(f["content_hash"], f["codes_hash"])
+        has_codes[lo:hi] = f["has_codes"]
+        key = _node_key(f["content_hash"], f["codes_hash"], f["machine_hash"])
         first = np.zeros(hi - lo, dtype=bool)
         first[np.unique(key, return_index=True)[1]] = True
         rep = first & (f["n_parts"] > 0) & ~np.isin(key, seen)
         seen = np.union1d(seen, key[rep])
         is_rep[lo:hi] = rep
+        rep_codes.append(f["codes"].filter(rep))
+        rep_numbers.append(f["numbers"].filter(rep))
         hashes, offsets = _shingle_hashes(
             f["cps"], f["starts"][rep], f["lengths"][rep], cfg.shingle_size
         )
@@ -390,16 +440,24 @@ def dedup(
     sig = np.concatenate(
         [*rep_sigs, old.get_column("signature").to_numpy().reshape(old.height, cfg.num_perm)]
     ).astype(np.uint32, copy=False)
-    node_codes = np.concatenate([codes_hash[rep_rows], old.get_column("codes_hash").to_numpy()])
+    node_codes = pl.concat([*rep_codes, old.get_column("codes")])
+    node_numbers = pl.concat([*rep_numbers, old.get_column("numbers")])
+    node_machine = np.concatenate(
+        [machine_hash[rep_rows], old.get_column("machine_hash").to_numpy()]
+    )
     node_content = np.concatenate(
         [content_hash[rep_rows], old.get_column("content_hash").to_numpy()]
     )
-    node_key = _node_key(node_content, node_codes)
+    node_key = _node_key(
+        node_content, _string_hashes(*_codepoints(node_codes.list.join(","), 0)), node_machine
+    )
 
     # near-duplicate edges, verified; exact edges to the old index
     u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)
-    cu, cv = node_codes[u], node_codes[v]
-    ok = ((cu == cv) | (cu == 0) | (cv == 0)) & (_agreement(sig, u, v) >= cfg.threshold)
+    similar = _agreement(sig, u, v) >= cfg.threshold
+    n_candidates = len(u)
+    u, v = u[similar], v[similar]
+    ok = _guard(node_codes, node_numbers, node_machine, u, v)
     u, v = u[ok], v[ok]
     near_pairs = len(u)
     if old.height:
@@ -424,10 +482,10 @@ def dedup(
             {
                 "row": np.arange(n),
                 "record_id": df.get_column("record_id"),
-                "key": _node_key(content_hash, codes_hash),
+                "key": _node_key(content_hash, codes_hash, machine_hash),
                 "content_hash": content_hash,
                 "n_parts": n_parts,
-                "has_codes": codes_hash != 0,
+                "has_codes": has_codes,
                 "cause_len": cause_len,
                 "content_len": content_len,
             }
@@ -498,7 +556,9 @@ def dedup(
             "record_id": df.get_column("record_id")[kept_rows.get_column("row").to_numpy()],
             "sig_key": pl.Series([cfg.sig_key()] * len(kept_nodes), dtype=pl.String),
             "content_hash": node_content[kept_nodes],
-            "codes_hash": node_codes[kept_nodes],
+            "machine_hash": node_machine[kept_nodes],
+            "codes": node_codes.gather(kept_nodes),
+            "numbers": node_numbers.gather(kept_nodes),
             "signature": sig[kept_nodes],
         },
         schema=index_schema(cfg.num_perm),
@@ -508,7 +568,7 @@ def dedup(
         rejects,
         read=n,
         empty_content=int(n - rec.height),
-        candidate_pairs=int(len(ok)),
+        candidate_pairs=int(n_candidates),
         verified_pairs=int(near_pairs),
     )
     return result, new_index

@@ -10,8 +10,14 @@ checked against old ones. It is plain integer columns, stored as Parquet:
 | `sig_key`      | String                 | `DedupConfig.sig_key()`: scheme, seed, permutations,  |
 |                |                        | shingle size and normalization version; must match   |
 | `content_hash` | UInt64                 | stable 64-bit hash of the normalized four parts      |
-| `codes_hash`   | UInt64                 | stable hash of the sorted alarm codes, 0 when none   |
+| `machine_hash` | UInt64                 | stable hash of the machine columns, 0 when empty     |
+| `codes`        | List(String)           | sorted alarm codes (lower case)                      |
+| `numbers`      | List(String)           | sorted code-like numbers of the normalized text      |
 | `signature`    | Array(UInt32, num_perm)| MinHash values, equal to datasketch's `hashvalues`   |
+
+Two records are different incidents, never merged however similar their text, when their
+machine columns differ, or when neither's alarm codes (or code-like numbers: 3+
+digits, or digit groups joined by a letter) contain the other's.
 
 Band hashes are not stored: they are recomputed from `signature`, so a change
 of `bands`, `rows` or `threshold` between refreshes needs no rebuild, while a
@@ -58,6 +64,10 @@ class DedupConfig(BaseModel):
         description="in an LSH bucket, each member is paired with the next `pair_window` "
         "members (all pairs when the bucket is smaller)",
     )
+    machine_columns: tuple[str, ...] = Field(
+        ("asset", "machine_model"),
+        description="columns naming the machine: records whose values differ are kept apart",
+    )
     threads: int = Field(1, ge=1, le=64, description="threads computing signatures")
 
     @model_validator(mode="after")
@@ -82,6 +92,8 @@ def index_schema(num_perm: int) -> dict[str, pl.DataType]:
         "record_id": pl.String(),
         "sig_key": pl.String(),
         "content_hash": pl.UInt64(),
-        "codes_hash": pl.UInt64(),
+        "machine_hash": pl.UInt64(),
+        "codes": pl.List(pl.String()),
+        "numbers": pl.List(pl.String()),
         "signature": pl.Array(pl.UInt32(), num_perm),
     }
