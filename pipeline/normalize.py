@@ -61,8 +61,8 @@ _FTFY_CONFIG = ftfy.TextFixerConfig(
 )
 _LATIN_PROBE_RE = re.compile(LATIN_MOJIBAKE_PROBE)
 _GBK_PROBE_RE = re.compile(GBK_MOJIBAKE_PROBE)
-# A run of non-ASCII characters, with the lost-byte markers that may follow it.
-_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+\??")
+# A run of non-ASCII characters, with the lost-byte markers ("?", U+FFFD) inside or after it.
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f](?:[^\x00-\x7f]|\?)*")
 _CLEAN_REPAIR = re.compile(
     r"[\x09\x0a\x0d\x20-\x7e\u00b0\u00b1\u00b7\u00d7\u2000-\u206f\u3000-\u303f"
     r"\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]*"
@@ -70,28 +70,42 @@ _CLEAN_REPAIR = re.compile(
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
-def _repair_gbk_run(match: re.Match[str]) -> str:
-    """Undo one run of UTF-8-read-as-GBK; return it unchanged unless the result is clean text."""
-    run = match.group(0)
-    core = run.rstrip("?\ufffd")
+def _undo_gbk(run: str) -> str | None:
+    """`run` (UTF-8 read as GBK) decoded back, or None when the result is not clean text.
+
+    Bytes the first decoder could not map ("?", U+FFFD) are gone: the characters they belonged
+    to are dropped, at most one per four recovered characters (more means no mojibake).
+    """
     try:
-        raw = core.encode("gb18030")
+        raw = b"".join(ch.encode("gb18030") for ch in run if ch not in "?\ufffd")
     except UnicodeEncodeError:
+        return None
+    decoded = raw.decode("utf-8", errors="replace")
+    fixed = decoded.replace("\ufffd", "")
+    lost = len(decoded) - len(fixed)
+    if not _HAN.search(fixed) or lost > 1 + len(fixed) // 4 or not _CLEAN_REPAIR.fullmatch(fixed):
+        return None
+    return fixed
+
+
+def _repair_gbk_run(match: re.Match[str]) -> str:
+    """Repair a non-ASCII run whole, else piece by piece between lost-byte markers (genuine
+    Chinese may follow the mojibake); a marker after a repaired piece goes with it."""
+    run = match.group(0)
+    if "锟斤拷" in run:
         return run
-    try:
-        fixed = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        # Only a trailing, incomplete sequence may be lost (its last byte went with the
-        # next character); anything else means the run was not mojibake.
-        if err.reason != "unexpected end of data" or err.end != len(raw):
-            return run
-        fixed = raw[: err.start].decode("utf-8")
-        if not fixed:
-            return run
-        return fixed if _CLEAN_REPAIR.fullmatch(fixed) and _HAN.search(fixed) else run
-    if fixed == core or not _CLEAN_REPAIR.fullmatch(fixed) or not _HAN.search(fixed):
-        return run
-    return fixed + run[len(core) :]
+    whole = _undo_gbk(run)
+    if whole is not None:
+        return whole
+    out, repaired = [], False
+    for piece in re.split(r"([?\ufffd]+)", run):
+        if piece and piece[0] in "?\ufffd":
+            out.append("" if repaired else piece)
+            continue
+        fixed = _undo_gbk(piece) if piece else None
+        repaired = fixed is not None
+        out.append(piece if fixed is None else fixed)
+    return "".join(out)
 
 
 def _fix_one(text: str, cfg: NormalizeConfig) -> tuple[str, list[str]]:
@@ -227,7 +241,6 @@ def detect_language(expr: pl.Expr, min_han_share: float = 0.2) -> pl.Expr:
 
 # --- PII ------------------------------------------------------------------------------------
 
-PLACEHOLDERS = ("[PHONE]", "[EMAIL]", "[ID]", "[NAME]")
 PLACEHOLDER_PATTERN = r"\[(?:PHONE|EMAIL|ID|NAME)\]"
 
 EMAIL = r"[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
@@ -266,7 +279,7 @@ _ZH_NAME_CUES = (
 _ZH_CUED_NAME = rf"((?:{_ZH_NAME_CUES})\s*[:：]?\s*){_ZH_NAME}"
 # 张师傅, 王工 (not 每周工作), 李工程师, 刘经理
 _ZH_TITLED_NAME = (
-    rf"[{SURNAMES}](?:师傅|工程师|经理|主管|班长|组长|老师|主任)"
+    rf"[{SURNAMES}](?:师傅|工程师|经理|主管|班长|组长|老师|主任|先生|女士|小姐)"
     rf"|[{SURNAMES.replace('金', '')}]工([^作件序艺位具况程装时人厂段资业区号单种期长]|$)"
 )
 _EN_NAME = (
@@ -339,11 +352,6 @@ _FAMILY_PATTERNS = {
     "HEIDENHAIN": rf"heidenhain|海德汉|{B}i?TNC",
     "HAAS": rf"haas|哈斯|{B}VF-?\d",
 }
-# Digits a bare cued number must have, per family (anything else: the generic rule).
-_BARE_DIGITS = {"FANUC": "3,4", "HAAS": "3,4", "MITSUBISHI": "3,4", "SINUMERIK": "4,6"}
-_GENERIC_DIGITS = "3,6"
-
-
 _BRAND_MENTION = "(?i)" + "|".join(_FAMILY_PATTERNS.values())
 
 
@@ -353,7 +361,7 @@ def family_of(model: pl.Expr) -> pl.Expr:
     out = pl.lit(None, dtype=pl.String)
     for family in reversed(FAMILIES):
         out = (
-            pl.when(model.str.contains(_FAMILY_PATTERNS[family]))
+            pl.when(model.str.contains(f"(?i){_FAMILY_PATTERNS[family]}"))
             .then(pl.lit(family))
             .otherwise(out)
         )
@@ -369,17 +377,23 @@ def _hint_family(hint: pl.Expr) -> pl.Expr:
 
 _FANUC_PREFIXES = "SV|PS|OT|SP|OH|SR|SW|IO|PW|BG|DS|IE|EX"
 _ALARM_CUES = (
-    rf"报警号|报警代码|报警码|报警编号|报警|告警|警报|故障码|故障代码|错误码|错误代码|错误号|"
+    rf"报警号|报警代码|报警码|报警编号|报警|报错|告警|警报|故障码|故障代码|错误码|错误代码|错误号|"
     rf"{B}(?i:alarm|alm|error|err|fault)(?:\s*(?i:no\.?|nr\.?|number|code|#))?"
 )
+# Heidenhain codes with a hex letter after an error cue: "报错8B40", "error 8B40-0001" (digit-only
+# ones are cued numbers, matched first).
+_HEIDENHAIN_SHORT = rf"(?:报错|{B}(?i:error|err))\s*[:：]?\s*[0-9A-F]{{4}}(?:-[0-9A-F]{{4}})?{B}"
+_HEIDENHAIN_SHORT_FULL = r"^(?:报错|(?i:error|err))\s*[:：]?\s*([0-9A-F]{4}(?:-[0-9A-F]{4})?)$"
 _LIST_SEP = r"\s*(?:[、,，/;；&]|和|及|以及|(?i:and|or))\s*"
-_CUED_NUMBERS = rf"(?:{_ALARM_CUES})[\s:：#=]*\d+{B}(?:{_LIST_SEP}\d+{B})*"
+# A hyphenated number stays whole (8040-0001): only a family that uses that shape keeps it.
+_CUED_NUMBERS = rf"(?:{_ALARM_CUES})[\s:：#=]*\d+(?:-\d+)*{B}(?:{_LIST_SEP}\d+(?:-\d+)*{B})*"
 _ALARM_TOKENS = "|".join(
     (
         rf"{B}(?:{_FANUC_PREFIXES})[ -]?\d+{B}",
         rf"{B}[SMYZPLTU]\d{{2}}(?:[ -]?[0-9A-F]{{4}})?{B}",  # Mitsubishi S01 0052, Z70
         rf"{B}[0-9A-F]{{4}}-[0-9A-F]{{4}}(?:-[0-9A-Za-z]+)*{B}",  # Heidenhain 8B40-0001
         _CUED_NUMBERS,
+        _HEIDENHAIN_SHORT,  # after the cued numbers: "error 1234" stays a bare number
     )
 )
 _FANUC_FULL = rf"^({_FANUC_PREFIXES})[ -]?(\d{{3,4}})$"
@@ -436,23 +450,27 @@ def _canonical_token() -> pl.Expr:
         .then(pl.lit("M?:") + e.str.replace(_MITSUBISHI_FULL, "${1}-${2}${3}").str.strip_chars("-"))
         .when(e.str.contains(_HEIDENHAIN_FULL))
         .then(pl.lit("H?:") + e)
+        .when(e.str.extract(_HEIDENHAIN_SHORT_FULL, 1).str.contains("[A-F]").fill_null(False))
+        .then(pl.lit("H?:") + e.str.replace(_HEIDENHAIN_SHORT_FULL, "${1}"))
         .when(e.str.contains(rf"^(?:{_ALARM_CUES})"))
-        .then(pl.lit("?:") + e.str.extract_all(r"\d+").list.join(" ?:"))
+        .then(pl.lit("?:") + e.str.extract_all(r"\d+(?:-\d+)*").list.join(" ?:"))
     )
 
 
 def _valid_code() -> pl.Expr:
+    """A resolved code of the right shape for its family; bare numbers: the digits the family
+    uses (FANUC/Haas 3-4, SINUMERIK 4-6, other families 3-6)."""
     e = pl.element()
     known = "|".join(
         [
             r"FANUC:(?:[A-Z]{2}\d{4}|\d{3,4})",
             r"MITSUBISHI:(?:[A-Z]\d{2}(?:-[0-9A-F]{4})?|\d{3,4})",
-            r"HEIDENHAIN:(?:[0-9A-F]{4}-[0-9A-F]{4}|\d{3,6})",
+            r"HEIDENHAIN:(?:[0-9A-F]{4}(?:-[0-9A-F]{4})?|\d{3,6})",
             r"SINUMERIK:\d{4,6}",
             r"HAAS:\d{3,4}",
         ]
     )
-    generic = rf"^[A-Z][A-Z0-9_/]*:\d{{{_GENERIC_DIGITS}}}$"
+    generic = r"^[A-Z][A-Z0-9_/]*:\d{3,6}$"
     is_known_family = e.str.contains(rf"^(?:{'|'.join(FAMILIES)}):")
     return e.str.contains(rf"^(?:{known})$") | (~is_known_family & e.str.contains(generic))
 

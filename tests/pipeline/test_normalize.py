@@ -79,6 +79,20 @@ def test_known_gbk_mojibake_examples() -> None:
     assert repaired("鍐峰嵈娉?不出水") == ["冷却不出水"]
 
 
+def test_gbk_mojibake_with_bytes_lost_mid_text_as_exported() -> None:
+    # A GBK export of mojibake: bytes GBK cannot map became "?"; those characters are lost.
+    fields = [
+        "鍐峰嵈娉典笉鍑烘按锛屽喎鍗存恫绠辨恫浣嶆?ｅ父銆?",
+        "鍐峰嵈娉电數鏈虹儳鍧忋??",
+        "鏇存崲鍐峰嵈娉电數鏈猴紝璇曟満鍑烘按姝ｅ父銆?",
+    ]
+    assert repaired(*fields) == [
+        "冷却泵不出水，冷却液箱液位常",
+        "冷却泵电机烧坏",
+        "更换冷却泵电机，试机出水正常",
+    ]
+
+
 def test_gbk_repair_leaves_genuine_chinese_with_rare_characters_alone() -> None:
     # 涓 and 浠 are real characters (GBK rows used by mojibake); here they are no mojibake.
     text = "涓涓细流，浠水县客户，主轴正常"
@@ -139,7 +153,16 @@ def test_clean_text_is_untouched_and_blank_becomes_null() -> None:
         ),
         ("三菱系统 报警 M01 0005", None, ["MITSUBISHI:M01-0005"]),
         ("TNC error 8B40-0001 after restart", "Heidenhain TNC 640", ["HEIDENHAIN:8B40-0001"]),
+        (
+            "主轴升速至8000rpm时TNC 640报错8B40",
+            "DMG DMU 50（Heidenhain TNC 640）",
+            ["HEIDENHAIN:8B40"],
+        ),
+        ("error 1234 on probing", "FANUC 0i-MF", ["FANUC:1234"]),
+        ("海德汉 error 8040-0001", None, ["HEIDENHAIN:8040-0001"]),
         ("Alarm 108 servo overload", "Haas VF-2", ["HAAS:108"]),
+        ("Alarm 2001 after power-up", "Fanuc Robodrill", ["FANUC:2001"]),
+        ("alarm 22000 on spindle", "siemens", ["SINUMERIK:22000"]),
         ("Alarm #108, reset twice", "Haas VF-2", ["HAAS:108"]),
         ("报警 2045，设备停机", None, ["ALARM:2045"]),
     ],
@@ -221,6 +244,7 @@ def redact(text: str, names: tuple[str, ...] = ()) -> str:
         ("联系人：张伟，报修人王建国", "联系人：[NAME]，报修人[NAME]"),
         ("操作员李强反映夜班报警", "操作员[NAME]反映夜班报警"),
         ("张师傅和王工到场，李工程师确认", "[NAME]和[NAME]到场，[NAME]确认"),
+        ("供应商赵先生、钱女士已到场", "供应商[NAME]、[NAME]已到场"),
         ("Contact: John Smith for access", "Contact: [NAME] for access"),
         ("Tech: J. Doe; signed by Anna Lee", "Tech: [NAME]; signed by [NAME]"),
     ],
