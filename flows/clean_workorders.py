@@ -123,12 +123,13 @@ def publish_task(
     out: str,
     work: str,
     keys: dict[str, list[str]],
-    plan_unchanged: list[str],
+    refresh: RefreshSummary,
     stage_outputs: list[StageOutput],
     cfg: PipelineConfig,
 ) -> tuple[str, Counts]:
     """Carry unchanged files over from the previous snapshot, add this run's, publish."""
     previous, prev_state = latest_snapshot(Path(out)), latest_state(Path(out))
+    plan_unchanged = refresh.carried
 
     def carried(frame: pl.DataFrame) -> pl.DataFrame:
         return frame.filter(pl.col("source_file").is_in(plan_unchanged))
@@ -192,6 +193,7 @@ def publish_task(
             config_hash=cfg.config_hash(),
             inputs=inputs,
             counts=counts,
+            refresh=refresh,
             outputs=writer.outputs,
         )
         path = writer.commit(manifest)
