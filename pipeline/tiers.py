@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.stage import StageResult, make_rejects, stage_result
-from pipeline.structure import record_language, word_alternation
+from pipeline.structure import ascii_boundaries, record_language, word_alternation
 from schemas.records import PARTS
 from schemas.samples import TierConfig
 
@@ -42,11 +42,11 @@ def _concrete_action(cfg: TierConfig) -> pl.Expr:
         rf"(?i)^(?:{verbs})\s*{fillers}",
     )
     passive_latin = any_not_stopword(
-        rf"(?i)\b[a-z][a-z0-9\-]{{2,}}\s+(?:(?:{markers})\s+)?(?:{latin_verbs})",
+        ascii_boundaries(rf"(?i)\b[a-z][a-z0-9\-]{{2,}}\s+(?:(?:{markers})\s+)?(?:{latin_verbs})"),
         r"(?i)\s.*$",
     )
     passive_han = action.str.contains(rf"\p{{Han}}{{2}}(?:已经?|已被|被)(?:{han_verbs})")
-    part_number = action.str.contains(cfg.part_number_pattern)
+    part_number = action.str.contains(ascii_boundaries(cfg.part_number_pattern))
     return active | passive_latin | passive_han | part_number
 
 
@@ -60,7 +60,7 @@ def _diagnosis_shortfall(cfg: TierConfig, language: pl.Expr) -> pl.Expr:
     )
     names_something = diagnosis.str.contains(
         rf"(?i){word_alternation(cfg.diagnosis_terms)}"
-    ) | diagnosis.str.contains(cfg.alarm_code_pattern)
+    ) | diagnosis.str.contains(ascii_boundaries(cfg.alarm_code_pattern))
     return (
         pl.when(~_present("diagnosis"))
         .then(pl.lit("missing_diagnosis"))
