@@ -20,6 +20,7 @@ Each measured run is a child process, so peak RSS is that run's own.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -51,7 +52,8 @@ def prepare(rows: int, seed: int) -> Path:
     from sample_data.generate import generate
     from schemas.normalize import NormalizeConfig
 
-    folder = OUT / f"rows-{rows}-seed-{seed}"
+    version = hashlib.sha256((ROOT / "sample_data" / "generate.py").read_bytes()).hexdigest()[:10]
+    folder = OUT / f"rows-{rows}-seed-{seed}-gen-{version}"
     if (folder / "normalized.parquet").exists():
         return folder
     folder.mkdir(parents=True, exist_ok=True)
@@ -91,7 +93,7 @@ def prepare(rows: int, seed: int) -> Path:
 
 def score(folder: Path, removed: list[str]) -> dict[str, float]:
     truth = pl.read_parquet(folder / "truth.parquet").with_columns(
-        pl.col("record_id").is_in(pl.Series(removed, dtype=pl.String)).alias("removed")
+        pl.col("record_id").is_in(pl.Series(removed, dtype=pl.String).implode()).alias("removed")
     )
     per = truth.with_columns(
         pl.len().over("cluster_id").alias("size"),
