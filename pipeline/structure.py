@@ -40,8 +40,12 @@ def ascii_boundaries(pattern: str) -> str:
 
 
 def _word(w: str) -> str:
-    """Regex for one configured word: spaces match any whitespace, ASCII ends get a boundary."""
-    body = pl.escape_regex(w).replace(" ", r"\s+")
+    """Regex for one configured word: spaces match any whitespace, a line break may split a
+    Chinese word ("措\\n施", from wrapped export cells), ASCII ends get a word boundary."""
+    if w.isascii():
+        body = pl.escape_regex(w).replace(" ", r"\s+")
+    else:
+        body = r"\s?".join(pl.escape_regex(ch) for ch in w)
     head = _ASCII_BOUNDARY if w[:1].isascii() and w[:1].isalnum() else ""
     tail = _ASCII_BOUNDARY if w[-1:].isascii() and w[-1:].isalnum() else ""
     return f"{head}{body}{tail}"
@@ -100,7 +104,11 @@ def _struct_part(struct_col: str, groups: list[str]) -> tuple[pl.Expr, pl.Expr]:
     idx = pl.coalesce(
         *[pl.when(field(g).is_not_null()).then(pl.lit(int(g[1:]), dtype=pl.Int8)) for g in groups]
     )
-    word = pl.coalesce(*[field(g) for g in groups])
+    word = (
+        pl.coalesce(*[field(g) for g in groups])
+        .str.replace_all(r"(\p{Han})\s+", "$1")
+        .str.replace_all(r"\s+", " ")
+    )
     return idx, word
 
 
