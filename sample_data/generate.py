@@ -917,7 +917,7 @@ def _corpus(rows: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     # optional pieces: random, or forced while the record is below the floor
     for flag, piece, wanted, allowed in (
         ("_context_on", "p_context", pl.col("_has_context"), pl.lit(True)),
-        ("_obs_on", "p_obs", pl.col("_has_obs") & (layout_c != 4), pl.lit(True)),
+        ("_obs_on", "p_obs", pl.col("_has_obs"), pl.lit(True)),
         ("_detail_on", "p_detail", pl.col("_has_detail"), pl.lit(True)),
         ("_evid_on", "p_evid", pl.col("_has_evid"), has_cause),
     ):
