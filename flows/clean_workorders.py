@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.caching import by_key, code_fingerprint, task_key
 from flows.stage_files import load_kept, load_rejects, save_stage
@@ -27,6 +27,7 @@ from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, file_counts, funnel, p
 from pipeline.locking import corpus_lock
 from pipeline.messages import render_messages
 from pipeline.normalize import normalize
+from pipeline.plan import plan_stages, plan_table_rows
 from pipeline.publish import SnapshotWriter, latest_snapshot, latest_state, new_snapshot_id
 from pipeline.report import funnel_markdown
 from pipeline.stage import StageResult, stage_result
@@ -43,6 +44,7 @@ from schemas.manifest import (
     StageCounts,
     StageOutput,
 )
+from schemas.plan import Plan
 
 FLOW_NAME = "clean-workorders"
 STAGES = ["ingest", "normalize", "filter", "dedup", "structure", "tiers"]
@@ -181,6 +183,7 @@ def publish_task(
     with SnapshotWriter(Path(out), cfg.publish, new_snapshot_id()) as writer:
         writer.write_table("sft", sft, arrow.SFT, partition_by="tier")
         writer.write_table("rejects", rejects, arrow.REJECTS)
+        writer.write_json("plan.json", training_plan(sft, None, cfg).model_dump(mode="json"))
         writer.write_state("ledger", ledger)
         writer.write_state("counts", counts_long)
         if index_parts:
@@ -198,6 +201,17 @@ def publish_task(
         )
         path = writer.commit(manifest)
     return str(path), counts
+
+
+def training_plan(sft: pl.DataFrame, pretrain: pl.DataFrame | None, cfg: PipelineConfig) -> Plan:
+    """Per-stage sequence budgets and GPU fit from the token counts of what is published."""
+    lengths = {
+        f"tier_{tier}": sft.filter(pl.col("tier") == tier)["n_tokens"] for tier in ("A", "B", "C")
+    }
+    lengths["pretrain"] = (
+        pretrain["n_tokens"] if pretrain is not None else pl.Series("n_tokens", [], pl.Int32)
+    )
+    return plan_stages(lengths, cfg.plan)
 
 
 def _empty_sft() -> pl.DataFrame:
@@ -238,14 +252,14 @@ def clean_workorders(
         state = latest_state(Path(out))
         ledger_path = state / "ledger.parquet" if state else None
         ledger = pl.read_parquet(ledger_path) if ledger_path and ledger_path.exists() else None
-        plan = plan_refresh(current, ledger)
+        todo = plan_refresh(current, ledger)
         logger.info(
             "%d input files: %d new, %d changed, %d unchanged, %d removed",
             len(files),
-            len(plan.new),
-            len(plan.changed),
-            len(plan.unchanged),
-            len(plan.removed),
+            len(todo.new),
+            len(todo.changed),
+            len(todo.unchanged),
+            len(todo.removed),
         )
 
         work_root = Path(out) / "state" / "work"
@@ -256,7 +270,7 @@ def clean_workorders(
         cached_run = {"result_storage": Path(out).resolve() / "state" / "task-results"}
         filtered: list[StageOutput] = []
         stage_outputs: list[StageOutput] = []
-        for path in plan.to_process:
+        for path in todo.to_process:
             k_ingest = task_key("ingest", path, shas[path], *base)
             k_norm, k_filter = task_key("normalize", k_ingest), task_key("filter", k_ingest)
             ingested = ingest_file.with_options(**cached_run)(
@@ -271,12 +285,12 @@ def clean_workorders(
         if filtered:
             index_path = state / "dedup_index.parquet" if state else None
             index_arg = (
-                str(_carried_index(index_path, plan.unchanged, Path(work)))
+                str(_carried_index(index_path, todo.unchanged, Path(work)))
                 if index_path and index_path.exists()
                 else None
             )
             previous_id = state.name if state else "none"
-            k_dedup = task_key("dedup", *keys["ingest"], *plan.unchanged, previous_id, *base)
+            k_dedup = task_key("dedup", *keys["ingest"], *todo.unchanged, previous_id, *base)
             deduped = dedup_task.with_options(**cached_run)(k_dedup, filtered, index_arg, work, cfg)
             structured = structure_task.with_options(**cached_run)(
                 task_key("structure", k_dedup), deduped, work, cfg
@@ -289,9 +303,9 @@ def clean_workorders(
 
         refresh = RefreshSummary(
             previous_snapshot=state.name if state else None,
-            processed=plan.to_process,
-            carried=plan.unchanged,
-            removed=plan.removed,
+            processed=todo.to_process,
+            carried=todo.unchanged,
+            removed=todo.removed,
         )
         snapshot, counts = publish_task(out, work, keys, refresh, stage_outputs, cfg)
         shutil.rmtree(work_root, ignore_errors=True)
@@ -302,10 +316,10 @@ def clean_workorders(
         counts,
         {
             "Refresh": {
-                "new files": len(plan.new),
-                "changed files": len(plan.changed),
-                "unchanged files": len(plan.unchanged),
-                "removed files": len(plan.removed),
+                "new files": len(todo.new),
+                "changed files": len(todo.changed),
+                "unchanged files": len(todo.unchanged),
+                "removed files": len(todo.removed),
             },
             "Samples per tier": dict(zip(tiers["tier"], tiers["len"], strict=True)),
         },
@@ -314,6 +328,12 @@ def clean_workorders(
         key="clean-workorders-funnel",
         markdown=report,
         description=f"Funnel of snapshot {Path(snapshot).name}",
+    )
+    plan = Plan.model_validate_json((Path(snapshot) / "plan.json").read_text(encoding="utf-8"))
+    create_table_artifact(
+        key="clean-workorders-plan",
+        table=plan_table_rows(plan),
+        description="Sequence budget and GPU fit per training stage",
     )
     print(report)
     print(f"snapshot published: {snapshot}")

@@ -33,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--input", required=True, help="input folder or file")
     run.add_argument("--out", required=True, help="output root (snapshots/, LATEST, state/)")
     run.add_argument("--config", help="TOML or YAML configuration file")
+    estimate = sub.add_parser(
+        "estimate", help="peak GPU memory of one training or inference configuration"
+    )
+    from pipeline.memory import cli as memory_cli
+
+    memory_cli.add_arguments(estimate)
     return parser
 
 
@@ -42,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.ingest.workorders import IngestError
     from schemas.config import ConfigError, load_config
 
+    if args.command == "estimate":
+        from pipeline.memory import cli as memory_cli
+
+        return memory_cli.run(args)
     try:
         if args.command == "run":
             load_config(args.config)  # fail here, in one line, before Prefect starts

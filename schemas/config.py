@@ -14,6 +14,7 @@ from schemas.dedup import DedupConfig
 from schemas.filters import FilterConfig
 from schemas.ingest import IngestConfig
 from schemas.normalize import NormalizeConfig
+from schemas.plan import PlanConfig
 from schemas.publish import PublishConfig
 from schemas.samples import MessagesConfig, StructureConfig, TierConfig
 from schemas.tokens import TokenizerConfig
@@ -34,6 +35,7 @@ class PipelineConfig(BaseModel):
     tiers: TierConfig = TierConfig()
     messages: MessagesConfig = MessagesConfig()
     tokens: TokenizerConfig = TokenizerConfig()
+    plan: PlanConfig = PlanConfig()
     publish: PublishConfig = PublishConfig()
 
     def config_hash(self) -> str:
