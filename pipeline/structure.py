@@ -303,7 +303,8 @@ def _collect_parts(clauses: pl.DataFrame) -> pl.DataFrame:
 
 
 def structure(df: pl.DataFrame, cfg: StructureConfig | None = None) -> StageResult:
-    """Turn records into four-part samples; reject those with neither symptom nor action.
+    """Turn records into four-part samples; reject those with neither symptom nor action
+    (`no_usable_parts`). A row with only one of the two is kept: the tier stage rejects it.
 
     Kept rows lose the mapped source columns (e.g. `cause`) and gain `symptom`, `diagnosis`,
     `action`, `prevention` (null when absent) and `part_origin`.
@@ -326,22 +327,20 @@ def structure(df: pl.DataFrame, cfg: StructureConfig | None = None) -> StageResu
     mapped = {c for c, p in cols if p >= 0}
     carried = [c for c in df.columns if c not in mapped and c not in PARTS and c != "part_origin"]
     out = base.select("_row", *carried).join(parts, on="_row", how="left", maintain_order="left")
-    missing = pl.concat_list(
-        [pl.when(pl.col(p).is_null()).then(pl.lit(p)) for p in ("symptom", "action")]
+    found = pl.concat_list(
+        [pl.when(pl.col(p).is_not_null()).then(pl.lit(p)) for p in ("diagnosis", "prevention")]
     ).list.drop_nulls()
-    usable = pl.col("symptom").is_not_null() & pl.col("action").is_not_null()
+    usable = pl.col("symptom").is_not_null() | pl.col("action").is_not_null()
     out = out.with_columns(usable.alias("_usable"))
     kept = out.filter("_usable").select(*carried, *PARTS, "part_origin")
     bad = base.join(
-        out.filter(~pl.col("_usable")).select("_row", missing.alias("_missing")),
+        out.filter(~pl.col("_usable")).select("_row", found.alias("_found")),
         on="_row",
         how="inner",
         maintain_order="left",
     )
-    rejected = make_rejects(
-        bad,
-        STAGE,
-        "no_usable_parts",
-        detail=pl.lit("missing ") + pl.col("_missing").list.join(" and "),
-    )
+    detail = pl.lit("no symptom and no action") + pl.when(pl.col("_found").list.len() > 0).then(
+        pl.lit("; found ") + pl.col("_found").list.join(", ")
+    ).otherwise(pl.lit(""))
+    rejected = make_rejects(bad, STAGE, "no_usable_parts", detail=detail)
     return stage_result(kept, rejected, read=df.height)

@@ -314,30 +314,32 @@ def test_placeholder_values_are_absent_parts():
     assert row["part_origin"]["diagnosis"] is None and row["part_origin"]["prevention"] is None
 
 
-def test_rows_without_symptom_or_action_are_rejected_with_reason():
+def test_rows_with_neither_symptom_nor_action_are_rejected_with_reason():
     rows = [
         {"language": "zh", "symptom": "主轴异响", "action": "更换主轴轴承"},
         {"language": "zh", "symptom": "机床无法开机", "cause": "不明", "remarks": "待查"},
         {"language": "en", "action": "Replaced the coolant pump"},
         {"language": "zh", "symptom": "客户很生气,催了三天", "action": "—[NAME]"},
         {"language": "en", "symptom": "", "remarks": "ASAP!!"},
+        {"language": "zh", "cause": "原因:润滑泵损坏", "prevention": "定期检查润滑泵"},
     ]
     result = structure(frame(rows))
-    assert result.counters["read"] == 5
+    assert result.counters["read"] == 6
     assert result.counters["read"] == result.counters["kept"] + result.counters["rejected"]
-    assert result.counters["rejected_no_usable_parts"] == 4
-    assert result.kept["record_id"].to_list() == ["r0"]
+    assert result.counters["rejected_no_usable_parts"] == 3
+    # One of the two is enough here; the tier stage rejects what meets no tier.
+    assert result.kept["record_id"].to_list() == ["r0", "r1", "r2"]
+    assert result.kept["action"].to_list() == ["更换主轴轴承", None, "Replaced the coolant pump"]
     rejected = result.rejected.sort("record_id")
     assert rejected["stage"].unique().to_list() == ["structure"]
     assert rejected["detail"].to_list() == [
-        "missing action",
-        "missing symptom",
-        "missing symptom and action",
-        "missing symptom and action",
+        "no symptom and no action",
+        "no symptom and no action",
+        "no symptom and no action; found diagnosis, prevention",
     ]
-    assert rejected["source_row"].to_list() == [3, 4, 5, 6]
+    assert rejected["source_row"].to_list() == [5, 6, 7]
     # The payload is the record as the stage saw it, original text included.
-    assert json.loads(rejected["payload"][0])["cause"] == "不明"
+    assert json.loads(rejected["payload"][0])["symptom"] == "客户很生气,催了三天"
 
 
 def test_language_detected_when_column_missing():
