@@ -7,7 +7,7 @@ and datatrove's MinHash dedup on the same corpus for the throughput ratio.
 datatrove runs in its own environment, never a project dependency:
 
     python3 -m venv bench/.venv-datatrove
-    bench/.venv-datatrove/bin/pip install "datatrove==0.10.1" "xxhash<4.1" regex tokenizers \
+    bench/.venv-datatrove/bin/pip install "datatrove==0.10.1" "xxhash<4" regex tokenizers \
         orjson numpy polars pyarrow
 
 It is configured like our stage where it allows: character 5-grams (a tokenizer that returns

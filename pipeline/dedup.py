@@ -308,15 +308,27 @@ def _components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- the stage
 
 
-def _sorted_set(lists: pl.Series) -> pl.Series:
-    return lists.fill_null([]).list.unique().list.sort()
+def _unique(lists: pl.Series) -> pl.Series:
+    """Distinct elements, in order of first mention (polars' list.sort is slow per row)."""
+    return lists.fill_null([]).list.unique(maintain_order=True)
+
+
+def _set_hashes(lists: pl.Series) -> np.ndarray:
+    """Order-independent stable 64-bit hash of each list of distinct strings; 0 when empty."""
+    flat = lists.explode().drop_nulls()
+    elem = _fmix64(_string_hashes(*_codepoints(flat, 0)) ^ _MIX)
+    csum = np.zeros(len(elem) + 1, dtype=np.uint64)
+    np.cumsum(elem, out=csum[1:])
+    ends = np.cumsum(lists.list.len().fill_null(0).to_numpy().astype(np.int64))
+    starts = np.concatenate(([0], ends[:-1]))
+    return _fmix64(csum[ends] - csum[starts])
 
 
 def _features(batch: pl.DataFrame, cfg: DedupConfig) -> dict:
     """Code points, hashes, guard sets (alarm codes, numbers) and completeness features."""
     parts = batch.select(normalized_text(c).alias(c) for c in CONTENT_PARTS)
     content = parts.select(pl.concat_str(CONTENT_PARTS, separator=_PART_SEP)).to_series()
-    codes = _sorted_set(
+    codes = _unique(
         batch.get_column("alarm_codes").list.eval(pl.element().str.to_lowercase())
         if "alarm_codes" in batch.columns
         else pl.Series([[]] * batch.height, dtype=pl.List(pl.String))
@@ -338,8 +350,8 @@ def _features(batch: pl.DataFrame, cfg: DedupConfig) -> dict:
         "lengths": lengths,
         "content_hash": _string_hashes(cps, starts, lengths),
         "codes": codes,
-        "numbers": _sorted_set(content.str.extract_all(_NUMBER)),
-        "codes_hash": _string_hashes(*_codepoints(codes.list.join(","), 0)),
+        "numbers": _unique(content.str.extract_all(_NUMBER)),
+        "codes_hash": _set_hashes(codes),
         "machine_hash": _string_hashes(*_codepoints(machine, 0)),
         "has_codes": (codes.list.len() > 0).to_numpy(),
         "n_parts": lens.select(pl.sum_horizontal(pl.all() > 0)).to_series().to_numpy(),
@@ -448,9 +460,7 @@ def dedup(
     node_content = np.concatenate(
         [content_hash[rep_rows], old.get_column("content_hash").to_numpy()]
     )
-    node_key = _node_key(
-        node_content, _string_hashes(*_codepoints(node_codes.list.join(","), 0)), node_machine
-    )
+    node_key = _node_key(node_content, _set_hashes(node_codes), node_machine)
 
     # near-duplicate edges, verified; exact edges to the old index
     u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)

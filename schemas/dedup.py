@@ -11,8 +11,8 @@ checked against old ones. It is plain integer columns, stored as Parquet:
 |                |                        | shingle size and normalization version; must match   |
 | `content_hash` | UInt64                 | stable 64-bit hash of the normalized four parts      |
 | `machine_hash` | UInt64                 | stable hash of the machine columns, 0 when empty     |
-| `codes`        | List(String)           | sorted alarm codes (lower case)                      |
-| `numbers`      | List(String)           | sorted code-like numbers of the normalized text      |
+| `codes`        | List(String)           | distinct alarm codes (lower case), as mentioned      |
+| `numbers`      | List(String)           | distinct code-like numbers of the normalized text    |
 | `signature`    | Array(UInt32, num_perm)| MinHash values, equal to datasketch's `hashvalues`   |
 
 Two records are different incidents, never merged however similar their text, when their
