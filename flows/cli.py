@@ -10,6 +10,9 @@ from collections.abc import Callable
 # flow name -> "module:function"; imported lazily so `estimate` does not pay for Prefect.
 FLOWS: dict[str, str] = {
     "clean-workorders": "flows.clean_workorders:clean_workorders",
+    "clean-fault-logs": "flows.clean_fault_logs:clean_fault_logs",
+    "clean-manuals": "flows.clean_manuals:clean_manuals",
+    "refresh-corpus": "flows.refresh_corpus:refresh_corpus",
 }
 
 

@@ -21,10 +21,12 @@ LEDGER_SCHEMA: dict[str, pl.DataType] = {
     "sha256": pl.String(),
     "encoding": pl.String(),
     "rows": pl.Int64(),
+    "skipped_lines": pl.Int64(),  # lines that hold no record (alarm logs: non-alarm lines)
 }
 
 # One row per (file, stage, outcome): outcome is "kept" or a reject reason.
 COUNTS_SCHEMA: dict[str, pl.DataType] = {
+    "source_kind": pl.String(),
     "source_file": pl.String(),
     "stage": pl.String(),
     "outcome": pl.String(),
@@ -60,25 +62,23 @@ def plan_refresh(current: pl.DataFrame, ledger: pl.DataFrame | None) -> RefreshP
 
 def file_counts(stage: str, kept: pl.DataFrame, rejected: pl.DataFrame) -> pl.DataFrame:
     """Rows kept and rejected (by reason) per source file at one stage."""
-    kept_counts = kept.group_by("source_file").agg(
+    kept_counts = kept.group_by("source_kind", "source_file").agg(
         pl.lit("kept").alias("outcome"), pl.len().cast(pl.Int64).alias("rows")
     )
-    rejected_counts = rejected.group_by("source_file", pl.col("reason").alias("outcome")).agg(
-        pl.len().cast(pl.Int64).alias("rows")
-    )
+    rejected_counts = rejected.group_by(
+        "source_kind", "source_file", pl.col("reason").alias("outcome")
+    ).agg(pl.len().cast(pl.Int64).alias("rows"))
+    columns = ["source_kind", "source_file", pl.lit(stage).alias("stage"), "outcome", "rows"]
     return pl.concat(
-        [
-            kept_counts.select("source_file", pl.lit(stage).alias("stage"), "outcome", "rows"),
-            rejected_counts.select("source_file", pl.lit(stage).alias("stage"), "outcome", "rows"),
-        ]
+        [kept_counts.select(columns), rejected_counts.select(columns)]
     ).cast(COUNTS_SCHEMA)  # type: ignore[arg-type]
 
 
-def funnel(counts: pl.DataFrame, stage_order: list[str]) -> dict[str, StageCounts]:
-    """Per-stage read/kept/rejected/by_reason summed over files, in pipeline order."""
+def funnel(counts: pl.DataFrame, stage_order: dict[str, list[str]]) -> dict[str, StageCounts]:
+    """`kind/stage` -> read/kept/rejected/by_reason summed over files, in pipeline order."""
     result = {}
-    for stage in stage_order:
-        rows = counts.filter(pl.col("stage") == stage)
+    for kind, stage in ((k, s) for k, stages in stage_order.items() for s in stages):
+        rows = counts.filter((pl.col("source_kind") == kind) & (pl.col("stage") == stage))
         if rows.height == 0:
             continue
         totals = rows.group_by("outcome").agg(pl.col("rows").sum())
@@ -86,7 +86,7 @@ def funnel(counts: pl.DataFrame, stage_order: list[str]) -> dict[str, StageCount
         kept = int(by_outcome.pop("kept", 0))
         by_reason = {k: int(v) for k, v in sorted(by_outcome.items())}
         rejected = sum(by_reason.values())
-        result[stage] = StageCounts(
+        result[f"{kind}/{stage}"] = StageCounts(
             read=kept + rejected, kept=kept, rejected=rejected, by_reason=by_reason
         )
     return result

@@ -44,3 +44,37 @@ SFT = pa.schema(
         ("repairs", pa.list_(pa.string())),
     ]
 )
+
+
+# Pretraining chunks of manuals, at section boundaries (schemas.manuals.PRETRAIN_CHUNK_SCHEMA).
+PRETRAIN = pa.schema(
+    [
+        ("record_id", pa.string()),
+        ("source_kind", pa.string()),
+        ("source_file", pa.string()),
+        ("source_row", pa.int64()),
+        ("heading_path", pa.list_(pa.string())),
+        ("section_ids", pa.list_(pa.string())),
+        ("text", pa.string()),
+        ("n_chars", pa.int32()),
+        ("n_tokens", pa.int32()),
+    ]
+)
+
+# The fault-code knowledge base (schemas.manuals.FAULT_CODE_SCHEMA).
+FAULT_CODES = pa.schema(
+    [
+        ("record_id", pa.string()),
+        ("source_kind", pa.string()),
+        ("source_file", pa.string()),
+        ("source_row", pa.int64()),
+        ("family", pa.string()),
+        ("code", pa.string()),
+        ("message", pa.string()),
+        ("causes", pa.list_(pa.string())),
+        ("remedies", pa.list_(pa.string())),
+        ("prevention", pa.string()),
+        ("language", pa.string()),
+        ("source", pa.string()),
+    ]
+)

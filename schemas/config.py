@@ -10,9 +10,11 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from schemas.alarm_logs import AlarmLogsConfig
 from schemas.dedup import DedupConfig
 from schemas.filters import FilterConfig
 from schemas.ingest import IngestConfig
+from schemas.manuals import ManualsConfig
 from schemas.normalize import NormalizeConfig
 from schemas.plan import PlanConfig
 from schemas.publish import PublishConfig
@@ -24,10 +26,23 @@ class ConfigError(ValueError):
     """A configuration file that cannot be used; the message names the file and the field."""
 
 
+class SourceFolders(BaseModel):
+    """Sub-folders of refresh-corpus's input, one per source kind."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workorders: str = "workorders"
+    alarm_logs: str = "alarm_logs"
+    manuals: str = "manuals"
+
+
 class PipelineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    sources: SourceFolders = SourceFolders()
     ingest: IngestConfig = IngestConfig()
+    alarm_logs: AlarmLogsConfig = AlarmLogsConfig()
+    manuals: ManualsConfig = ManualsConfig()
     normalize: NormalizeConfig = NormalizeConfig()
     filters: FilterConfig = FilterConfig()
     dedup: DedupConfig = DedupConfig()

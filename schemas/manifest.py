@@ -12,6 +12,7 @@ class InputFile(BaseModel):
     sha256: str
     encoding: str
     rows: int
+    skipped_lines: int = 0
 
 
 class StageCounts(BaseModel):
@@ -80,8 +81,24 @@ class Manifest(BaseModel):
     config_hash: str
     inputs: list[InputFile]
     counts: Counts
+    sources: dict[str, dict[str, int]] = {}
+    """Per source kind outside the SFT funnel (manuals, fault tables): lines, sections, chunks,
+    rows kept and rejected."""
     refresh: RefreshSummary
     outputs: list[OutputFile]
+
+
+class SideOutputs(BaseModel):
+    """What the alarm-log and manual sources add to a snapshot (Parquet paths)."""
+
+    sft: list[str] = []  # samples already tiered, rendered and tokenized
+    rejects: list[str] = []  # rejects of the SFT funnel
+    side_rejects: list[str] = []  # rejects of manuals and fault tables
+    counts: list[str] = []  # per-file funnel counts (pipeline.ledger.COUNTS_SCHEMA)
+    ledger: list[str] = []  # ledger rows of the files read
+    pretrain: str | None = None
+    fault_codes: str | None = None
+    sources: dict[str, dict[str, int]] = {}
 
 
 class StageOutput(BaseModel):

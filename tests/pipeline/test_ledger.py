@@ -21,26 +21,32 @@ def test_plan_refresh_classifies_files():
 
 
 def test_counts_per_file_sum_into_a_funnel():
-    kept = pl.DataFrame({"record_id": ["1", "2", "3"], "source_file": ["a.csv", "a.csv", "b.csv"]})
+    kept = pl.DataFrame(
+        {"record_id": ["1", "2", "3"], "source_file": ["a.csv", "a.csv", "b.csv"]}
+    ).with_columns(source_kind=pl.lit("workorder"))
     dropped = make_rejects(
         pl.DataFrame(
-            {"record_id": ["4", "5"], "source_file": ["a.csv", "b.csv"], "source_row": [9, 3]}
+            {
+                "record_id": ["4", "5"],
+                "source_kind": ["workorder", "workorder"],
+                "source_file": ["a.csv", "b.csv"],
+                "source_row": [9, 3],
+                "_reason": ["placeholder", "test_entry"],
+            }
         ),
         "filter",
-        pl.Series(["placeholder", "test_entry"]),
+        pl.col("_reason"),
     )
+    ingested = pl.concat([kept, dropped.select(kept.columns)])
     counts = pl.concat(
         [
-            file_counts(
-                "ingest",
-                pl.concat([kept, dropped.select("record_id", "source_file")]),
-                make_rejects(pl.DataFrame(), "ingest", "malformed_row"),
-            ),
+            file_counts("ingest", ingested, make_rejects(pl.DataFrame(), "ingest", "x")),
             file_counts("filter", kept, dropped),
         ]
     )
-    stages = funnel(counts, ["ingest", "filter", "dedup"])
-    assert list(stages) == ["ingest", "filter"]
-    assert stages["ingest"].read == 5 and stages["ingest"].rejected == 0
-    assert stages["filter"].kept == 3
-    assert stages["filter"].by_reason == {"placeholder": 1, "test_entry": 1}
+    stages = funnel(counts, {"workorder": ["ingest", "filter", "dedup"]})
+    assert list(stages) == ["workorder/ingest", "workorder/filter"]
+    assert stages["workorder/ingest"].read == 5
+    assert stages["workorder/ingest"].rejected == 0
+    assert stages["workorder/filter"].kept == 3
+    assert stages["workorder/filter"].by_reason == {"placeholder": 1, "test_entry": 1}
