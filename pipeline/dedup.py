@@ -247,26 +247,29 @@ def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 
 def _candidate_pairs(bh: np.ndarray, window: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
-    """Node pairs (u < v) sharing a band bucket; only pairs with at least one new node (< n_new)."""
+    """Node pairs (u < v) sharing a band bucket; only pairs with at least one new node (< n_new).
+
+    A bucket is one (band, band_hash) value; polars keeps the rows whose bucket occurs more
+    than once and sorts them by bucket and node, then pairs are taken from the sorted arrays.
+    """
     n, bands = bh.shape
-    table = pl.DataFrame(
-        {
-            "node": np.repeat(np.arange(n, dtype=np.uint32), bands),
-            "band": np.tile(np.arange(bands, dtype=np.uint16), n),
-            "band_hash": bh.ravel(),
-        }
+    bucket_key = bh ^ (np.arange(bands, dtype=np.uint64) * _MIX)
+    shared = (
+        pl.DataFrame(
+            {"node": np.repeat(np.arange(n, dtype=np.int64), bands), "bucket": bucket_key.ravel()}
+        )
+        .filter(pl.col("bucket").is_duplicated())
+        .sort("bucket", "node")
     )
-    buckets = (
-        table.group_by("band", "band_hash")
-        .agg(pl.col("node").sort())
-        .filter(pl.col("node").list.len() > 1, pl.col("node").list.first() < n_new)
-        .get_column("node")
-    )
-    if buckets.len() == 0:
+    if shared.height == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    nodes = buckets.explode().to_numpy().astype(np.int64)
-    bucket = np.repeat(np.arange(buckets.len()), buckets.list.len().to_numpy())
-    us, vs = [], []
+    nodes = shared.get_column("node").to_numpy()
+    keys = shared.get_column("bucket").to_numpy()
+    first = np.concatenate(([True], keys[1:] != keys[:-1]))
+    bucket = np.cumsum(first) - 1
+    keep = (nodes[first] < n_new)[bucket]  # sorted: a bucket's first node is its smallest
+    nodes, bucket = nodes[keep], bucket[keep]
+    us, vs = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
     for d in range(1, window + 1):
         same = bucket[:-d] == bucket[d:]
         if not same.any():
