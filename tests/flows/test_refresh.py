@@ -121,7 +121,7 @@ def test_refresh_processes_only_the_new_file_and_rejects_a_near_dup_of_the_old_c
     assert refresh["carried"] == ["service_orders_en.csv", "维修工单_2024.csv"]
     assert refresh["previous_snapshot"] == first.name
     new_stages = {s: c for s, c in manifest(second)["counts"]["stages"].items()}
-    assert new_stages["ingest"]["read"] == manifest(first)["counts"]["read"] + 2
+    assert new_stages["workorder/ingest"]["read"] == manifest(first)["counts"]["read"] + 2
 
     rejects = pl.read_parquet(second / "rejects").filter(pl.col("source_file") == "new_orders.csv")
     dup = rejects.row(0, named=True)
