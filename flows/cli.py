@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 # flow name -> "module:function"; imported lazily so `estimate` does not pay for Prefect.
 FLOWS: dict[str, str] = {
@@ -36,6 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--input", required=True, help="input folder or file")
     run.add_argument("--out", required=True, help="output root (snapshots/, LATEST, state/)")
     run.add_argument("--config", help="TOML or YAML configuration file")
+    served = sub.add_parser(
+        "serve", help="serve the four flows as Prefect deployments (refresh-corpus nightly)"
+    )
+    served.add_argument("--input", default="sample_data", help="root with one folder per source")
+    served.add_argument("--out", default="out", help="corpora are written under this folder")
+    served.add_argument("--config", help="TOML or YAML configuration file")
+    served.add_argument(
+        "--cron", default="0 2 * * *", help="schedule of refresh-corpus; 'none' for on-demand only"
+    )
     estimate = sub.add_parser(
         "estimate", help="peak GPU memory of one training or inference configuration"
     )
@@ -61,6 +71,15 @@ def main(argv: list[str] | None = None) -> int:
             _ensure_prefect_home()
             flow = _load_flow(args.flow)
             flow(input=args.input, out=args.out, config=args.config)
+        elif args.command == "serve":
+            load_config(args.config)
+            _ensure_prefect_home()
+            from flows.deployments import serve_all
+
+            cron = None if args.cron.lower() == "none" else args.cron
+            serve_all(
+                Path(args.input), Path(args.out), Path(args.config) if args.config else None, cron
+            )
     except (ConfigError, IngestError, EncodingError, FileNotFoundError) as exc:
         print(f"cnc-corpus: error: {exc}", file=sys.stderr)
         return 2
