@@ -1,0 +1,119 @@
+"""refresh-corpus over every sample source: one snapshot that accounts for every input line."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from flows.refresh_corpus import refresh_corpus
+from flows.sources import cross_source_stage
+from schemas.config import PipelineConfig
+
+
+@pytest.fixture(scope="module")
+def snapshot(prefect_server, sample_data, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("corpus")
+    return Path(refresh_corpus(input=str(sample_data), out=str(out)))
+
+
+def manifest(snapshot: Path) -> dict:
+    return json.loads((snapshot / "manifest.json").read_text())
+
+
+def physical_lines(path: Path) -> int:
+    return len(path.read_bytes().splitlines())
+
+
+def test_every_source_is_published(snapshot):
+    kinds = pl.read_parquet(snapshot / "sft")["source_kind"].unique().sort().to_list()
+    assert kinds == ["alarm_log", "workorder"]
+    pretrain = pl.read_parquet(snapshot / "pretrain")
+    assert pretrain.height > 0 and pretrain["n_tokens"].min() > 0
+    codes = pl.read_parquet(snapshot / "fault_codes")
+    assert {"FANUC:SV0401", "SINUMERIK:25000"} <= set(codes["code"])
+    plan = json.loads((snapshot / "plan.json").read_text())
+    assert [s["corpus"] for s in plan["stages"]] == ["pretrain", "tier_A", "tier_B", "tier_C"]
+
+
+def test_manifest_accounts_for_every_line_and_row(snapshot, sample_data):
+    m = manifest(snapshot)
+    inputs = {i["path"]: i for i in m["inputs"]}
+    assert {i["source_kind"] for i in m["inputs"]} == {"workorder", "alarm_log", "manual"}
+    for path, info in inputs.items():
+        if info["source_kind"] == "alarm_log":  # alarm-like lines + the other lines = the file
+            assert info["rows"] + info["skipped_lines"] == physical_lines(sample_data / path)
+    manual_lines = sum(
+        physical_lines(sample_data / p) for p, i in inputs.items() if i["source_kind"] == "manual"
+    )
+    assert m["sources"]["manual"]["lines"] == manual_lines
+    counts = m["counts"]
+    assert counts["read"] == sum(
+        i["rows"] for i in m["inputs"] if i["source_kind"] in {"workorder", "alarm_log"}
+    )
+    assert counts["read"] == counts["kept"] + counts["rejected"]
+    for kind in ("workorder", "alarm_log"):
+        chain = [v for k, v in counts["stages"].items() if k.startswith(f"{kind}/")]
+        for before, after in zip(chain, chain[1:], strict=False):
+            assert after["read"] == before["kept"]
+    rejects = pl.read_parquet(snapshot / "rejects").height
+    side = m["sources"]["manual"]["rejected_pages"] + m["sources"]["fault_table"]["rejected"]
+    assert rejects == counts["rejected"] + side
+    assert pl.read_parquet(snapshot / "sft").height == counts["kept"]
+
+
+def test_bursts_merge_into_incidents_with_pointers(snapshot):
+    rejects = pl.read_parquet(snapshot / "rejects").filter(pl.col("stage") == "incidents")
+    merged = rejects.filter(pl.col("reason") == "merged_into_incident")
+    assert merged.height > 0
+    incidents = set(pl.read_parquet(snapshot / "sft")["record_id"]) | set(
+        pl.read_parquet(snapshot / "rejects").filter(pl.col("stage") != "incidents")["record_id"]
+    )
+    assert set(merged["duplicate_of"]) <= incidents
+
+
+def test_alarm_samples_are_fault_log_tier_unless_complete(snapshot):
+    alarms = pl.read_parquet(snapshot / "sft").filter(pl.col("source_kind") == "alarm_log")
+    assert alarms.height > 0
+    incomplete = alarms.filter(pl.col("prevention").is_null() | pl.col("diagnosis").is_null())
+    assert incomplete["tier"].unique().to_list() == ["C"]
+    assert all(m[-1]["role"] == "assistant" for m in alarms["messages"].to_list())
+
+
+def test_an_incident_a_work_order_describes_is_rejected_as_the_same_incident():
+    incidents = pl.DataFrame(
+        {
+            "record_id": ["inc1", "inc2"],
+            "machine": ["VMC-03", "VMC-03"],
+            "alarm_codes": [["FANUC:SV0401"], ["FANUC:SV0436"]],
+            "first_at": [datetime(2024, 3, 18, 8, 12), datetime(2024, 5, 2, 14, 0)],
+            "last_at": [datetime(2024, 3, 18, 8, 40), datetime(2024, 5, 2, 14, 5)],
+        }
+    )
+    samples = incidents.select(
+        "record_id",
+        pl.lit("alarm_log").alias("source_kind"),
+        pl.lit("VMC-03_fanuc.txt").alias("source_file"),
+        pl.lit(3, pl.Int64).alias("source_row"),
+        "machine",
+        "alarm_codes",
+    )
+    workorders = pl.DataFrame(
+        {
+            "record_id": ["wo9"],
+            "asset": ["VMC-03"],
+            "reported_at": ["2024-03-18 09:30"],
+            "alarm_codes": [["FANUC:SV0401"]],
+        }
+    )
+    result = cross_source_stage(samples, incidents, workorders, PipelineConfig())
+    assert result.kept["record_id"].to_list() == ["inc2"]
+    rejected = result.rejected.row(0, named=True)
+    assert (rejected["record_id"], rejected["reason"], rejected["duplicate_of"]) == (
+        "inc1",
+        "same_incident",
+        "wo9",
+    )
