@@ -19,7 +19,9 @@ _PLACEHOLDER_TOKENS = r"\[(?:PHONE|EMAIL|ID|NAME)\]"
 
 
 def _any_of(patterns: list[str]) -> str:
-    return "|".join(f"(?:{p})" for p in patterns)
+    """One alternation. `\\b` is taken as an ASCII word boundary: Unicode boundaries make the
+    regex engine about 100x slower on Chinese text, and Chinese has no word boundaries anyway."""
+    return "|".join(f"(?:{p})" for p in patterns).replace(r"\b", r"(?-u:\b)")
 
 
 def _content() -> pl.Expr:
