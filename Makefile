@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	mkdir -p $(PREFECT_HOME)
-	$(BIN)/cnc-corpus run clean-workorders --input sample_data/workorders --out $(DEMO_OUT)
+	$(BIN)/cnc-corpus run refresh-corpus --input sample_data --out $(DEMO_OUT)
 
 test: $(STAMP)
 	mkdir -p $(PREFECT_HOME)
