@@ -22,6 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.ingest.encoding import EncodingError, detect_encoding
+from pipeline.ingest.lineage import record_ids
 from pipeline.ingest.xlsx_merges import fill_merged, merged_ranges
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
 from schemas.ingest import BUILTIN_HEADER_ALIASES, IngestConfig, SourceMapping
@@ -334,23 +335,14 @@ def _with_lineage(
         if raw.width
         else pl.Series([""] * raw.height)
     )
-    ids = [
-        stable_id(SOURCE_KIND, rel, line, text)
-        for line, text in zip(lines, raw_text.to_list(), strict=True)
-    ]
+    rows = pl.Series("source_row", lines, dtype=pl.Int64)
     out = records.with_columns(
-        pl.Series("record_id", ids, dtype=pl.String),
+        record_ids(SOURCE_KIND, rel, rows, raw_text),
         pl.lit(SOURCE_KIND).alias("source_kind"),
         pl.lit(rel).alias("source_file"),
-        pl.Series("source_row", lines, dtype=pl.Int64),
+        rows,
     )
     return out.select([pl.col(c).cast(t) for c, t in INGESTED_SCHEMA.items()])
-
-
-def stable_id(kind: str, rel: str, row: int, raw: str) -> str:
-    """16 hex digits of BLAKE2b over kind, file, row and raw content."""
-    key = f"{kind}\x1e{rel}\x1e{row}\x1e{raw}".encode()
-    return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
 def _quarantine(bad: list[_BadRow], rel: str) -> pl.DataFrame:
@@ -358,7 +350,12 @@ def _quarantine(bad: list[_BadRow], rel: str) -> pl.DataFrame:
         return empty_rejects()
     frame = pl.DataFrame(
         {
-            "record_id": [stable_id(SOURCE_KIND, rel, n, "\x1f".join(f)) for n, _, f in bad],
+            "record_id": record_ids(
+                SOURCE_KIND,
+                rel,
+                pl.Series([n for n, _, _ in bad]),
+                pl.Series(["\x1f".join(f) for _, _, f in bad]),
+            ),
             "source_kind": [SOURCE_KIND] * len(bad),
             "source_file": [rel] * len(bad),
             "source_row": [n for n, _, _ in bad],
