@@ -140,3 +140,18 @@ def test_cli_reports_bad_configuration_in_one_line(tmp_path, sample_data, repo):
         proc.stderr
     )
     assert "Traceback" not in proc.stderr
+
+
+def test_funnel_and_plan_published_as_prefect_artifacts(two_runs):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    keys = ["clean-workorders-funnel", "clean-workorders-plan"]
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys))
+        )
+    assert {a.key for a in artifacts} == set(keys)
+    funnel = next(a for a in artifacts if a.key == "clean-workorders-funnel")
+    assert "| workorder/filter |" in funnel.data
+    assert "Samples per tier" in funnel.data
