@@ -398,7 +398,7 @@ def refresh(
             side = run_manuals(root, manuals, work, cfg)
         if alarm_logs is not None:
             side = run_alarm_logs(root, alarm_logs, work, cfg, run, side, out)
-        run.refresh.processed = sorted(run.refresh.processed + [row for row in _side_paths(side)])
+        run.refresh.processed = sorted(run.refresh.processed + _side_paths(side))
         snapshot, counts = publish_task(flow_name, str(out), str(work), run, side, cfg)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(out / "state" / "task-results", ignore_errors=True)
