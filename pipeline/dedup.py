@@ -21,6 +21,7 @@ Pipeline, all columnar:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -49,8 +50,6 @@ _MERSENNE = _U64((1 << 61) - 1)
 _MASK32 = _U64(0xFFFFFFFF)
 _MIX = _U64(0x9E3779B97F4A7C15)
 _MIX2 = _U64(0xC2B2AE3D27D4EB4F)
-_POLY = _U64(0x100000001B3)
-_POLY_INV = pow(int(_POLY), -1, 1 << 64)
 
 
 def _splitmix64(n: int, seed: int) -> np.ndarray:
@@ -68,6 +67,7 @@ _KEYS = _splitmix64(33, 2024)
 SHINGLE_MULT = _KEYS[:32] | _U64(1)  # one odd multiplier per character position
 SHINGLE_ADD = _KEYS[32]
 _CHUNK_SHINGLES = 8192
+_TILE = 8  # code points per tile of a string hash (SHINGLE_MULT[:8])
 
 
 def normalized_text(column: str) -> pl.Expr:
@@ -107,71 +107,78 @@ def _fmix32(x: np.ndarray) -> np.ndarray:
 
 
 def _codepoints(texts: pl.Series, pad: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Concatenate `texts`, each followed by `pad` NULs, as uint64 code points.
+    """Concatenate `texts`, each followed by `pad` NULs, as uint32 code points.
 
     Returns (code points, start of each text, length of each text in characters).
     """
     lengths = texts.str.len_chars().to_numpy().astype(np.int64)
     starts = np.zeros(len(lengths), dtype=np.int64)
     np.cumsum(lengths[:-1] + pad, out=starts[1:])
-    joined = (texts + "\0" * pad).str.join("").item() if pad else texts.str.join("").item()
-    cps = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    return cps, starts, lengths
+    joined = (texts + "\0" * pad if pad else texts).str.join("").item()
+    return np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32), starts, lengths
 
 
-def _pow_u64(base: int, exponents: np.ndarray) -> np.ndarray:
-    """base ** exponents mod 2^64, element-wise (square and multiply)."""
-    result = np.ones(len(exponents), dtype=np.uint64)
-    e = exponents.astype(np.uint64)
-    while e.any():
-        result = np.where(e & _U64(1), result * _U64(base), result)
-        base = base * base % (1 << 64)
-        e >>= _U64(1)
-    return result
+def _ragged_arange(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The concatenation of arange(s, s + c) for each (s, c)."""
+    first = np.cumsum(counts) - counts
+    return np.arange(counts.sum()) + np.repeat(starts - first, counts)
+
+
+def _window_sums(cps: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
+    """(SHINGLE_ADD + sum_j cps[p + j] * SHINGLE_MULT[j]) mod 2^64 for each position p."""
+    h = np.full(len(positions), SHINGLE_ADD, dtype=np.uint64)
+    for j in range(width):
+        h += cps[positions + j] * SHINGLE_MULT[j]
+    return h
 
 
 def _string_hashes(cps: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Stable 64-bit hash of each text (0 for the empty text), from its code points.
 
-    A polynomial hash sum((c_i + 1) * Q^i) mod 2^64, computed for all texts at once with
-    one prefix sum and shifted to each text's start by the inverse of the odd Q, then mixed
-    with the length.
+    `cps` must hold at least `_TILE` - 1 NULs after every text. The text is cut into tiles
+    of `_TILE` code points (the last one NUL-padded); each tile's window sum is mixed with
+    the tile's place in the text, and the sum of the mixed tiles is mixed with the length.
     """
-    if len(cps) == 0:
-        return np.zeros(len(starts), dtype=np.uint64)
-    powers = np.full(len(cps), _POLY, dtype=np.uint64)
-    powers[0] = 1
-    np.cumprod(powers, out=powers)
-    csum = np.zeros(len(cps) + 1, dtype=np.uint64)
-    np.cumsum((cps + _U64(1)) * powers, out=csum[1:])
-    total = (csum[starts + lengths] - csum[starts]) * _pow_u64(_POLY_INV, starts)
+    n_tiles = -(-lengths // _TILE)
+    first = np.cumsum(n_tiles) - n_tiles
+    place = _ragged_arange(np.zeros_like(first), n_tiles)
+    sums = _window_sums(cps, np.repeat(starts, n_tiles) + place * _TILE, _TILE)
+    csum = np.zeros(len(sums) + 1, dtype=np.uint64)
+    np.cumsum(_fmix64(sums ^ (place.astype(np.uint64) * _MIX)), out=csum[1:])
+    total = csum[first + n_tiles] - csum[first]
     return _fmix64(total ^ (lengths.astype(np.uint64) * _MIX))
 
 
-def _shingle_hashes(
-    cps: np.ndarray, starts: np.ndarray, lengths: np.ndarray, k: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """32-bit hashes of the character k-grams of each text, and per-text offsets into them.
+def string_hashes(texts: pl.Series) -> np.ndarray:
+    """Stable 64-bit hash of each text, as persisted (see `_string_hashes`)."""
+    return _string_hashes(*_codepoints(texts, _TILE - 1))
 
-    `cps` must hold at least k-1 NULs after every text. A text shorter than k is one
-    shingle (itself, NUL-padded); an empty text has none. The hash of a shingle
-    c_0..c_{k-1} is vector multiply-shift (2-universal):
-    ((SHINGLE_ADD + sum(c_j * SHINGLE_MULT[j])) mod 2^64) >> 32.
-    """
+
+def _shingle_counts(lengths: np.ndarray, k: int) -> np.ndarray:
+    """Character k-grams per text: a text shorter than k is one shingle (itself, NUL-padded);
+    an empty text has none."""
     if k > len(SHINGLE_MULT):
         raise ValueError(f"shingle size {k} exceeds {len(SHINGLE_MULT)}")
-    n_pos = max(len(cps) - k + 1, 0)
-    h = np.full(n_pos, SHINGLE_ADD, dtype=np.uint64)
-    for j in range(k):
-        h += cps[j : j + n_pos] * SHINGLE_MULT[j]
-    n_win = np.where(lengths >= k, lengths - k + 1, np.minimum(lengths, 1))
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(n_win, out=offsets[1:])
-    edges = np.zeros(n_pos + 1, dtype=np.int8)
-    np.add.at(edges, starts[n_win > 0], 1)
-    np.add.at(edges, (starts + n_win)[n_win > 0], -1)
-    valid = np.cumsum(edges[:-1], dtype=np.int8).view(bool)
-    return (h[valid] >> _U64(32)).astype(np.uint32), offsets
+    return np.where(lengths >= k, lengths - k + 1, np.minimum(lengths, 1))
+
+
+def _shingles_at(cps: np.ndarray, starts: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
+    """32-bit hashes of the first `counts[i]` k-grams of the text at `starts[i]`, in order.
+
+    `cps` must hold at least k-1 NULs after every text. The hash of a shingle c_0..c_{k-1}
+    is vector multiply-shift (2-universal): the high 32 bits of its window sum.
+    """
+    return (_window_sums(cps, _ragged_arange(starts, counts), k) >> _U64(32)).astype(np.uint32)
+
+
+def shingle_hashes(texts: pl.Series, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Shingle hashes of already-normalized texts and per-text offsets into them.
+
+    Text i owns `hashes[offsets[i]:offsets[i+1]]` (see `_shingle_counts`, `_shingles_at`).
+    """
+    cps, starts, lengths = _codepoints(texts, k - 1)
+    counts = _shingle_counts(lengths, k)
+    return _shingles_at(cps, starts, counts, k), np.concatenate(([0], np.cumsum(counts)))
 
 
 # ---------------------------------------------------------------- MinHash signatures
@@ -184,33 +191,32 @@ def permutations(cfg: DedupConfig) -> tuple[np.ndarray, np.ndarray]:
     return a.astype(dtype), b.astype(dtype)
 
 
-def signatures(hashes: np.ndarray, offsets: np.ndarray, cfg: DedupConfig) -> np.ndarray:
-    """MinHash signatures (n_texts × num_perm, uint32) of per-text shingle hashes.
-
-    Text i owns `hashes[offsets[i]:offsets[i+1]]`, which must not be empty. Values equal
-    datasketch's `MinHash(num_perm, seed, scheme, hashfunc=identity).update_batch(hashes)`.
-    """
+def _signatures(
+    offsets: np.ndarray, cfg: DedupConfig, shingles: Callable[[int, int], np.ndarray]
+) -> np.ndarray:
+    """MinHash signatures (n_texts × num_perm, uint32) of texts r0..r1 at a time, whose
+    shingle hashes, in order, are `shingles(r0, r1)`; text i has offsets[i+1] - offsets[i]."""
     n = len(offsets) - 1
     if n and np.any(np.diff(offsets) == 0):
         raise ValueError("every text needs at least one shingle")
     a, b = permutations(cfg)
     legacy = cfg.scheme == "legacy"
-    hv = hashes.astype(np.uint64) if legacy else _fmix32(hashes.astype(np.uint32))
     out = np.empty((n, cfg.num_perm), dtype=np.uint32)
     cuts = np.searchsorted(offsets, np.arange(_CHUNK_SHINGLES, offsets[-1], _CHUNK_SHINGLES))
     bounds = np.unique(np.concatenate(([0], cuts, [n])))
 
     def work(chunks: np.ndarray) -> None:
         for r0, r1 in chunks:
-            s, e = offsets[r0], offsets[r1]
+            hashes = shingles(r0, r1)
+            hv = hashes.astype(np.uint64) if legacy else _fmix32(hashes)
             # permutations × shingles: reduceat along contiguous rows is the fast layout
-            buf = np.multiply(a[:, None], hv[None, s:e])
+            buf = np.multiply(a[:, None], hv[None, :])
             buf += b[:, None]
             if legacy:  # x mod (2^61-1) without division, then 32 bits
                 buf = (buf & _MERSENNE) + (buf >> _U64(61))
                 buf -= np.where(buf >= _MERSENNE, _MERSENNE, _U64(0))
                 buf &= _MASK32
-            out[r0:r1] = np.minimum.reduceat(buf, offsets[r0:r1] - s, axis=1).T
+            out[r0:r1] = np.minimum.reduceat(buf, offsets[r0:r1] - offsets[r0], axis=1).T
 
     chunks = np.stack([bounds[:-1], bounds[1:]], axis=1)
     if cfg.threads == 1 or len(chunks) < 2:
@@ -221,17 +227,26 @@ def signatures(hashes: np.ndarray, offsets: np.ndarray, cfg: DedupConfig) -> np.
     return out
 
 
-def text_signatures(texts: pl.Series, cfg: DedupConfig) -> np.ndarray:
-    """Signatures of already-normalized, non-empty texts (convenience over the two steps)."""
-    cps, starts, lengths = _codepoints(texts, cfg.shingle_size - 1)
-    hashes, offsets = _shingle_hashes(cps, starts, lengths, cfg.shingle_size)
-    return signatures(hashes, offsets, cfg)
+def signatures(hashes: np.ndarray, offsets: np.ndarray, cfg: DedupConfig) -> np.ndarray:
+    """MinHash signatures (n_texts × num_perm, uint32) of per-text shingle hashes.
+
+    Text i owns `hashes[offsets[i]:offsets[i+1]]`, which must not be empty. Values equal
+    datasketch's `MinHash(num_perm, seed, scheme, hashfunc=identity).update_batch(hashes)`.
+    """
+    return _signatures(offsets, cfg, lambda r0, r1: hashes[offsets[r0] : offsets[r1]])
 
 
-def shingle_hashes(texts: pl.Series, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Shingle hashes and offsets of already-normalized texts (see `_shingle_hashes`)."""
-    cps, starts, lengths = _codepoints(texts, k - 1)
-    return _shingle_hashes(cps, starts, lengths, k)
+def _text_signatures(
+    cps: np.ndarray, starts: np.ndarray, lengths: np.ndarray, cfg: DedupConfig
+) -> np.ndarray:
+    """`signatures` of the texts' shingles, hashed a block at a time (never all at once)."""
+    k = cfg.shingle_size
+    counts = _shingle_counts(lengths, k)
+    return _signatures(
+        np.concatenate(([0], np.cumsum(counts))),
+        cfg,
+        lambda r0, r1: _shingles_at(cps, starts[r0:r1], counts[r0:r1], k),
+    )
 
 
 def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
@@ -319,12 +334,33 @@ def _unique(lists: pl.Series) -> pl.Series:
 def _set_hashes(lists: pl.Series) -> np.ndarray:
     """Order-independent stable 64-bit hash of each list of distinct strings; 0 when empty."""
     flat = lists.explode().drop_nulls()
-    elem = _fmix64(_string_hashes(*_codepoints(flat, 0)) ^ _MIX)
+    elem = _fmix64(string_hashes(flat) ^ _MIX)
     csum = np.zeros(len(elem) + 1, dtype=np.uint64)
     np.cumsum(elem, out=csum[1:])
     ends = np.cumsum(lists.list.len().fill_null(0).to_numpy().astype(np.int64))
     starts = np.concatenate(([0], ends[:-1]))
     return _fmix64(csum[ends] - csum[starts])
+
+
+def _machine_hashes(batch: pl.DataFrame, columns: list[str]) -> np.ndarray:
+    """Hash of the normalized, concatenated machine columns per row (0 when all are empty),
+    computed once per distinct combination of values."""
+    if not columns:
+        return np.zeros(batch.height, dtype=np.uint64)
+    keys = batch.select(columns)
+    distinct = keys.unique(maintain_order=True)
+    text = distinct.select(pl.concat_str([normalized_text(c) for c in columns])).to_series()
+    return (
+        keys.join(
+            distinct.with_columns(pl.Series("_hash", string_hashes(text))),
+            on=columns,
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        )
+        .get_column("_hash")
+        .to_numpy()
+    )
 
 
 def _features(batch: pl.DataFrame, cfg: DedupConfig) -> dict:
@@ -336,16 +372,7 @@ def _features(batch: pl.DataFrame, cfg: DedupConfig) -> dict:
         if "alarm_codes" in batch.columns
         else pl.Series([[]] * batch.height, dtype=pl.List(pl.String))
     )
-    machine_cols = [c for c in cfg.machine_columns if c in batch.columns]
-    machine = (
-        batch.select(
-            pl.concat_str([normalized_text(c) for c in machine_cols], separator=_PART_SEP)
-        ).to_series()
-        if machine_cols
-        else pl.Series([""] * batch.height)
-    )
-    machine = machine.str.replace_all(_PART_SEP, "")
-    cps, starts, lengths = _codepoints(content, cfg.shingle_size - 1)
+    cps, starts, lengths = _codepoints(content, max(cfg.shingle_size, _TILE) - 1)
     lens = parts.select(pl.col(c).str.len_chars() for c in CONTENT_PARTS)
     return {
         "cps": cps,
@@ -355,7 +382,9 @@ def _features(batch: pl.DataFrame, cfg: DedupConfig) -> dict:
         "codes": codes,
         "numbers": _unique(content.str.extract_all(_NUMBER)),
         "codes_hash": _set_hashes(codes),
-        "machine_hash": _string_hashes(*_codepoints(machine, 0)),
+        "machine_hash": _machine_hashes(
+            batch, [c for c in cfg.machine_columns if c in batch.columns]
+        ),
         "has_codes": (codes.list.len() > 0).to_numpy(),
         "n_parts": lens.select(pl.sum_horizontal(pl.all() > 0)).to_series().to_numpy(),
         "cause_len": lens.get_column("cause").to_numpy(),
@@ -443,10 +472,7 @@ def dedup(
         is_rep[lo:hi] = rep
         rep_codes.append(f["codes"].filter(rep))
         rep_numbers.append(f["numbers"].filter(rep))
-        hashes, offsets = _shingle_hashes(
-            f["cps"], f["starts"][rep], f["lengths"][rep], cfg.shingle_size
-        )
-        rep_sigs.append(signatures(hashes, offsets, cfg))
+        rep_sigs.append(_text_signatures(f["cps"], f["starts"][rep], f["lengths"][rep], cfg))
 
     # nodes: distinct (content, alarm codes) of the new records, then the old index's records
     rep_rows = np.flatnonzero(is_rep)

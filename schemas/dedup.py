@@ -32,7 +32,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Bump when the text normalization or the shingle/content hash functions change.
-NORMALIZATION_VERSION = 1
+NORMALIZATION_VERSION = 2
 
 
 class DedupConfig(BaseModel):

@@ -11,7 +11,16 @@ import pytest
 from datasketch import LeanMinHash, MinHash
 from pydantic import ValidationError
 
-from pipeline.dedup import SHINGLE_ADD, SHINGLE_MULT, dedup, shingle_hashes, signatures
+from pipeline.dedup import (
+    CONTENT_PARTS,
+    SHINGLE_ADD,
+    SHINGLE_MULT,
+    dedup,
+    normalized_text,
+    shingle_hashes,
+    signatures,
+    string_hashes,
+)
 from schemas.dedup import DedupConfig, index_schema
 from schemas.records import REJECT_SCHEMA
 
@@ -41,7 +50,7 @@ SERVO = {
     "prevention": "定期检查拖链内线缆的磨损情况，发现外皮破损及时更换。",
 }
 
-GOLDEN_HASHES = (4915806247829307171, 0)
+GOLDEN_HASHES = (18440877287916319196, 894332176025947715)
 GOLDEN_SIGNATURE_HEAD = [13780250, 11727999, 135565651, 13177933]
 
 
@@ -292,14 +301,44 @@ def test_shingle_hashes_follow_their_definition() -> None:
     assert offsets.tolist() == [0, 2, 4, 5]
 
 
+def test_string_hashes_follow_their_definition() -> None:
+    mask, mix = (1 << 64) - 1, 0x9E3779B97F4A7C15
+
+    def fmix64(x: int) -> int:
+        x ^= x >> 33
+        x = (x * 0xFF51AFD7ED558CCD) & mask
+        x ^= x >> 33
+        x = (x * 0xC4CEB9FE1A85EC53) & mask
+        return x ^ (x >> 33)
+
+    def reference(text: str) -> int:
+        total = 0
+        for place, at in enumerate(range(0, len(text), 8)):
+            codes = [ord(ch) for ch in text[at : at + 8]] + [0] * 8
+            window = int(SHINGLE_ADD) + sum(
+                c * int(m) for c, m in zip(codes[:8], SHINGLE_MULT[:8], strict=True)
+            )
+            total += fmix64((window & mask) ^ ((place * mix) & mask))
+        return fmix64((total & mask) ^ ((len(text) * mix) & mask))
+
+    texts = ["主轴异响温升65度\x1f轴承磨损", "sv0401", "", "spindle" * 3, "spindle" * 3 + "s"]
+    hashes = string_hashes(pl.Series(texts)).tolist()
+    assert hashes == [reference(t) for t in texts]
+    assert hashes[2] == 0 and len(set(hashes)) == len(texts)
+
+
 def test_persisted_hashes_are_stable() -> None:
     """Published indexes depend on these values: a change needs NORMALIZATION_VERSION bumped."""
-    _, index = dedup(
-        frame({"record_id": "s-1", **ZH, "alarm_codes": ["FANUC:SP9031"]}), DedupConfig()
-    )
+    records = frame({"record_id": "s-1", **ZH, "alarm_codes": ["FANUC:SP9031"]})
+    _, index = dedup(records.with_columns(asset=pl.lit("VMC-01")), DedupConfig())
     row = index.row(0, named=True)
-    assert row["sig_key"] == "affine32/seed=1/perm=128/k=5/norm=1"
+    assert row["sig_key"] == "affine32/seed=1/perm=128/k=5/norm=2"
     assert (row["content_hash"], row["machine_hash"]) == GOLDEN_HASHES
+    content = records.select(
+        pl.concat_str([normalized_text(c) for c in CONTENT_PARTS], separator="\x1f")
+    ).to_series()
+    assert row["content_hash"] == string_hashes(content)[0]
+    assert row["machine_hash"] == string_hashes(pl.Series(["vmc01"]))[0]
     assert (row["codes"], row["numbers"]) == (["fanuc:sp9031"], ["3000", "002"])
     assert row["signature"][:4] == GOLDEN_SIGNATURE_HEAD
 
