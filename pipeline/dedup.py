@@ -21,7 +21,7 @@ Pipeline, all columnar:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -143,11 +143,12 @@ def _ragged_arange(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.arange(counts.sum()) + np.repeat(starts - first, counts)
 
 
-def _window_sums(cps: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
-    """(SHINGLE_ADD + sum_j cps[p + j] * SHINGLE_MULT[j]) mod 2^64 for each position p."""
-    h = np.full(len(positions), SHINGLE_ADD, dtype=np.uint64)
-    for j in range(width):
-        h += cps[positions + j] * SHINGLE_MULT[j]
+def _window_sums(columns: Iterable[np.ndarray], n: int) -> np.ndarray:
+    """(SHINGLE_ADD + sum_j columns[j] * SHINGLE_MULT[j]) mod 2^64, element-wise over n windows;
+    columns[j] holds the j-th code point of each window."""
+    h = np.full(n, SHINGLE_ADD, dtype=np.uint64)
+    for j, column in enumerate(columns):
+        h += column * SHINGLE_MULT[j]  # uint32 × uint64 -> uint64
     return h
 
 
@@ -161,7 +162,8 @@ def _string_hashes(cps: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     n_tiles = -(-lengths // _TILE)
     first = np.cumsum(n_tiles) - n_tiles
     place = _ragged_arange(np.zeros_like(first), n_tiles)
-    sums = _window_sums(cps, np.repeat(starts, n_tiles) + place * _TILE, _TILE)
+    at = np.repeat(starts, n_tiles) + place * _TILE
+    sums = _window_sums((cps[at + j] for j in range(_TILE)), len(at))
     csum = np.zeros(len(sums) + 1, dtype=np.uint64)
     np.cumsum(_fmix64(sums ^ (place.astype(np.uint64) * _MIX)), out=csum[1:])
     total = csum[first + n_tiles] - csum[first]
@@ -182,12 +184,19 @@ def _shingle_counts(lengths: np.ndarray, k: int) -> np.ndarray:
 
 
 def _shingles_at(cps: np.ndarray, starts: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
-    """32-bit hashes of the first `counts[i]` k-grams of the text at `starts[i]`, in order.
+    """32-bit hashes of the first `counts[i]` k-grams of the text at `starts[i]` (ascending).
 
     `cps` must hold at least k-1 NULs after every text. The hash of a shingle c_0..c_{k-1}
-    is vector multiply-shift (2-universal): the high 32 bits of its window sum.
+    is vector multiply-shift (2-universal): the high 32 bits of its window sum. Sums are
+    taken at every position from the first text's start on (contiguous slices are cheaper
+    than gathers), then the texts' windows are picked.
     """
-    return (_window_sums(cps, _ragged_arange(starts, counts), k) >> _U64(32)).astype(np.uint32)
+    if len(starts) == 0:
+        return np.empty(0, dtype=np.uint32)
+    lo = starts[0]
+    n = starts[-1] + counts[-1] - lo
+    sums = _window_sums((cps[lo + j : lo + j + n] for j in range(k)), n)
+    return (sums[_ragged_arange(starts - lo, counts)] >> _U64(32)).astype(np.uint32)
 
 
 def shingle_hashes(texts: pl.Series, k: int) -> tuple[np.ndarray, np.ndarray]:
