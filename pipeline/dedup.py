@@ -77,7 +77,8 @@ def _splitmix64(n: int, seed: int) -> np.ndarray:
 _KEYS = _splitmix64(33, 2024)
 SHINGLE_MULT = _KEYS[:32] | _U64(1)  # one odd multiplier per character position
 SHINGLE_ADD = _KEYS[32]
-_CHUNK_SHINGLES = 8192
+_CHUNK_SHINGLES = 8192  # shingles per signature block: 128 × 8192 uint32 = 4 MiB
+_SPAN_CHARS = 1 << 18  # code points per block of the string work
 _TILE = 8  # code points per tile of a string hash (SHINGLE_MULT[:8])
 
 
@@ -125,16 +126,29 @@ def _fmix32(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _spans(ends: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges [r0, r1) covering all rows, each adding about `size` to the
+    running total `ends` (ascending). Large arrays are processed a span at a time: small
+    temporaries stay in cache and reuse memory instead of faulting in fresh pages."""
+    cuts = np.searchsorted(ends, np.arange(size, ends[-1], size)) if len(ends) else []
+    bounds = np.unique(np.concatenate(([0], cuts, [len(ends)]))).tolist()
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
 def _codepoints(texts: pl.Series, pad: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Concatenate `texts`, each followed by `pad` NULs, as uint32 code points.
 
     Returns (code points, start of each text, length of each text in characters).
     """
     lengths = texts.str.len_chars().to_numpy().astype(np.int64)
-    starts = np.zeros(len(lengths), dtype=np.int64)
-    np.cumsum(lengths[:-1] + pad, out=starts[1:])
-    joined = (texts + "\0" * pad if pad else texts).str.join("").item()
-    return np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32), starts, lengths
+    ends = np.cumsum(lengths + pad)
+    starts = ends - lengths - pad
+    padded = texts + "\0" * pad if pad else texts
+    cps = np.empty(ends[-1] if len(ends) else 0, dtype=np.uint32)
+    for r0, r1 in _spans(ends, _SPAN_CHARS):
+        joined = padded.slice(r0, r1 - r0).str.join("").item()
+        cps[starts[r0] : ends[r1 - 1]] = np.frombuffer(joined.encode("utf-32-le"), np.uint32)
+    return cps, starts, lengths
 
 
 def _ragged_arange(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -160,13 +174,16 @@ def _string_hashes(cps: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     the tile's place in the text, and the sum of the mixed tiles is mixed with the length.
     """
     n_tiles = -(-lengths // _TILE)
-    first = np.cumsum(n_tiles) - n_tiles
-    place = _ragged_arange(np.zeros_like(first), n_tiles)
-    at = np.repeat(starts, n_tiles) + place * _TILE
-    sums = _window_sums((cps[at + j] for j in range(_TILE)), len(at))
-    csum = np.zeros(len(sums) + 1, dtype=np.uint64)
-    np.cumsum(_fmix64(sums ^ (place.astype(np.uint64) * _MIX)), out=csum[1:])
-    total = csum[first + n_tiles] - csum[first]
+    total = np.empty(len(lengths), dtype=np.uint64)
+    for r0, r1 in _spans(np.cumsum(n_tiles), _SPAN_CHARS // _TILE):
+        counts = n_tiles[r0:r1]
+        first = np.cumsum(counts) - counts
+        place = _ragged_arange(np.zeros_like(first), counts)
+        at = np.repeat(starts[r0:r1], counts) + place * _TILE
+        sums = _window_sums((cps[at + j] for j in range(_TILE)), len(at))
+        csum = np.zeros(len(sums) + 1, dtype=np.uint64)
+        np.cumsum(_fmix64(sums ^ (place.astype(np.uint64) * _MIX)), out=csum[1:])
+        total[r0:r1] = csum[first + counts] - csum[first]
     return _fmix64(total ^ (lengths.astype(np.uint64) * _MIX))
 
 
@@ -230,10 +247,8 @@ def _signatures(
     a, b = permutations(cfg)
     legacy = cfg.scheme == "legacy"
     out = np.empty((n, cfg.num_perm), dtype=np.uint32)
-    cuts = np.searchsorted(offsets, np.arange(_CHUNK_SHINGLES, offsets[-1], _CHUNK_SHINGLES))
-    bounds = np.unique(np.concatenate(([0], cuts, [n])))
 
-    def work(chunks: np.ndarray) -> None:
+    def work(chunks: list[tuple[int, int]]) -> None:
         for r0, r1 in chunks:
             hashes = shingles(r0, r1)
             hv = hashes.astype(np.uint64) if legacy else _fmix32(hashes)
@@ -246,7 +261,7 @@ def _signatures(
                 buf &= _MASK32
             out[r0:r1] = np.minimum.reduceat(buf, offsets[r0:r1] - offsets[r0], axis=1).T
 
-    chunks = np.stack([bounds[:-1], bounds[1:]], axis=1)
+    chunks = _spans(offsets[1:], _CHUNK_SHINGLES)
     if cfg.threads == 1 or len(chunks) < 2:
         work(chunks)
     else:
