@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -33,6 +34,7 @@ from pipeline.normalize import normalize
 from pipeline.plan import plan_stages, plan_table_rows
 from pipeline.publish import SnapshotWriter, latest_snapshot, latest_state, new_snapshot_id
 from pipeline.report import funnel_markdown
+from pipeline.report_html import render_report
 from pipeline.stage import StageResult
 from pipeline.structure import structure
 from pipeline.tiers import assign_tiers
@@ -323,14 +325,15 @@ def publish_task(
         if side.fault_codes:
             writer.write_table("fault_codes", pl.read_parquet(side.fault_codes), arrow.FAULT_CODES)
         writer.write_table("rejects", rejects, arrow.REJECTS)
-        writer.write_json("plan.json", training_plan(sft, pretrain, cfg).model_dump(mode="json"))
+        plan = training_plan(sft, pretrain, cfg)
+        writer.write_json("plan.json", plan.model_dump(mode="json"))
         writer.write_state("ledger", ledger)
         writer.write_state("counts", counts_long)
         if index_parts:
             writer.write_state("dedup_index", pl.concat(index_parts).sort("record_id"))
         manifest = Manifest(
             snapshot_id=writer.snapshot_id,
-            created_at=writer.snapshot_id,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             flow=flow_name,
             code_version=code_version(),
             config_hash=cfg.config_hash(),
@@ -340,7 +343,10 @@ def publish_task(
             refresh=run.refresh,
             outputs=writer.outputs,
         )
-        path = writer.commit(manifest)
+        pretrain_tokens = pretrain["n_tokens"] if pretrain is not None else None
+        report = render_report(manifest, plan, sft.select("tier", "n_tokens"), pretrain_tokens)
+        writer.write_text("report.html", report)
+        path = writer.commit(manifest.model_copy(update={"outputs": writer.outputs}))
     return str(path), counts
 
 

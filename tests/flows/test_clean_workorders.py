@@ -42,6 +42,7 @@ def test_snapshot_published_and_latest_points_at_it(two_runs):
     assert (snapshot.parent.parent / "LATEST").read_text().strip() == snapshot.name
     assert list(snapshot.glob("sft/tier=*/part-*.parquet"))
     assert list(snapshot.glob("rejects/part-*.parquet"))
+    assert "<svg" in (snapshot / "report.html").read_text(encoding="utf-8")
 
 
 def test_manifest_counts_add_up_per_stage_and_in_total(two_runs, sample_data):
