@@ -14,7 +14,9 @@ It is configured like our stage where it allows: character 5-grams (a tokenizer 
 characters), 14 bands × 8 rows, seed 1, 2 tasks; its own text normalization (lower case,
 punctuation removed, numbers mapped to 0). A removed record counts as a true positive when its
 ground-truth cluster has another member kept; recall is over sum(cluster size - 1).
-Each measured run is a child process, so peak RSS is that run's own.
+Each measured run is a child process, so peak RSS is that run's own. Each method runs
+`--rounds` times, ours and datatrove's interleaved so that both see the same load; walls
+are medians and the ratio is of medians.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import hashlib
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -237,11 +240,21 @@ def run_child(python: Path | str, args: list[str]) -> dict:
 # ---------------------------------------------------------------- main
 
 
+def summarize(runs: list[dict], rows: int) -> dict:
+    """Median wall of the rounds (each listed), largest peak RSS."""
+    walls = sorted(r["wall_s"] for r in runs)
+    out = {**runs[-1], "wall_s": statistics.median(walls), "walls_s": walls}
+    out["peak_rss_gib"] = max(r["peak_rss_gib"] for r in runs)
+    out["records_per_s"] = rows / out["wall_s"]
+    return out
+
+
 def line(name: str, rows: int, r: dict) -> str:
     return (
-        f"{name:<9} {rows:>9,} rows: {r['wall_s']:7.1f} s {r['records_per_s']:>9,.0f} rec/s"
+        f"{name:<9} {rows:>9,} rows: {r['wall_s']:7.2f} s {r['records_per_s']:>9,.0f} rec/s"
         f"  P {r['precision']:.4f} R {r['recall']:.4f} F1 {r['f1']:.4f}"
         f"  peak RSS {r['peak_rss_gib']:.2f} GiB"
+        f"  rounds {' '.join(f'{w:.2f}' for w in r['walls_s'])} s"
     )
 
 
@@ -253,6 +266,7 @@ def main() -> None:
     ap.add_argument("--datatrove-rows", type=int, default=100_000)
     ap.add_argument("--datatrove-tasks", type=int, default=2)
     ap.add_argument("--skip-datatrove", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3, help="runs per method; medians reported")
     ap.add_argument("--worker", choices=["ours", "datatrove"], help=argparse.SUPPRESS)
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -266,28 +280,43 @@ def main() -> None:
     results: dict[str, dict] = {}
     for rows in args.rows:
         folder = prepare(rows, args.seed)
-        ours = run_child(
-            sys.executable,
-            ["--worker", "ours", "--folder", str(folder), "--threads", str(args.threads)],
-        )
-        ours.update(score(folder, json.loads((folder / "ours_removed.json").read_text())))
-        ours["records_per_s"] = rows / ours["wall_s"]
-        results[f"ours_{rows}"] = ours
-        print(line("ours", rows, ours), f"(input loaded: {ours['rss_after_load_gib']:.2f} GiB)")
-        if rows == args.datatrove_rows and not args.skip_datatrove:
-            if not DATATROVE_PY.exists():
-                raise SystemExit(f"{DATATROVE_PY} missing: see this script's docstring")
-            dt = run_child(
-                DATATROVE_PY,
-                ["--worker", "datatrove", "--folder", str(folder),
-                 "--datatrove-tasks", str(args.datatrove_tasks)],
-            )  # fmt: skip
-            dt.update(score(folder, json.loads((folder / "datatrove_removed.json").read_text())))
-            dt["records_per_s"] = rows / dt["wall_s"]
-            results[f"datatrove_{rows}"] = dt
-            print(line("datatrove", rows, dt), "(largest process)")
+        with_datatrove = rows == args.datatrove_rows and not args.skip_datatrove
+        if with_datatrove and not DATATROVE_PY.exists():
+            raise SystemExit(f"{DATATROVE_PY} missing: see this script's docstring")
+        runs: dict[str, list[dict]] = {"ours": [], "datatrove": []}
+        for _ in range(args.rounds):  # interleaved, so both see the same load
+            runs["ours"].append(
+                run_child(
+                    sys.executable,
+                    ["--worker", "ours", "--folder", str(folder), "--threads", str(args.threads)],
+                )
+            )
+            if with_datatrove:
+                runs["datatrove"].append(
+                    run_child(
+                        DATATROVE_PY,
+                        [
+                            "--worker",
+                            "datatrove",
+                            "--folder",
+                            str(folder),
+                            "--datatrove-tasks",
+                            str(args.datatrove_tasks),
+                        ],
+                    )  # fmt: skip
+                )
+        for name, note in (("ours", "input loaded: {rss_after_load_gib:.2f} GiB"),
+                           ("datatrove", "largest process")):  # fmt: skip
+            if not runs[name]:
+                continue
+            r = summarize(runs[name], rows)
+            r.update(score(folder, json.loads((folder / f"{name}_removed.json").read_text())))
+            results[f"{name}_{rows}"] = r
+            print(line(name, rows, r), f"({note.format(**r)})")
+        if with_datatrove:
+            ours, dt = results[f"ours_{rows}"], results[f"datatrove_{rows}"]
             print(
-                f"throughput ratio ours/datatrove at {rows:,}: "
+                f"throughput ratio ours/datatrove at {rows:,} (median walls): "
                 f"{dt['wall_s'] / ours['wall_s']:.1f}x; F1 {ours['f1']:.4f} vs {dt['f1']:.4f}"
             )
     results["load_average_end"] = {"value": list(os.getloadavg())}

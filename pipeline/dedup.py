@@ -237,16 +237,21 @@ def permutations(cfg: DedupConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _signatures(
-    offsets: np.ndarray, cfg: DedupConfig, shingles: Callable[[int, int], np.ndarray]
+    offsets: np.ndarray,
+    cfg: DedupConfig,
+    shingles: Callable[[int, int], np.ndarray],
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """MinHash signatures (n_texts × num_perm, uint32) of texts r0..r1 at a time, whose
-    shingle hashes, in order, are `shingles(r0, r1)`; text i has offsets[i+1] - offsets[i]."""
+    """MinHash signatures (n_texts × num_perm, uint32, into `out` when given) of texts r0..r1
+    at a time, whose shingle hashes, in order, are `shingles(r0, r1)`; text i has
+    offsets[i+1] - offsets[i]."""
     n = len(offsets) - 1
     if n and np.any(np.diff(offsets) == 0):
         raise ValueError("every text needs at least one shingle")
     a, b = permutations(cfg)
     legacy = cfg.scheme == "legacy"
-    out = np.empty((n, cfg.num_perm), dtype=np.uint32)
+    if out is None:
+        out = np.empty((n, cfg.num_perm), dtype=np.uint32)
 
     def work(chunks: list[tuple[int, int]]) -> None:
         for r0, r1 in chunks:
@@ -280,15 +285,16 @@ def signatures(hashes: np.ndarray, offsets: np.ndarray, cfg: DedupConfig) -> np.
 
 
 def _text_signatures(
-    cps: np.ndarray, starts: np.ndarray, lengths: np.ndarray, cfg: DedupConfig
-) -> np.ndarray:
-    """`signatures` of the texts' shingles, hashed a block at a time (never all at once)."""
+    cps: np.ndarray, starts: np.ndarray, lengths: np.ndarray, cfg: DedupConfig, out: np.ndarray
+) -> None:
+    """`signatures` of the texts' shingles into `out`, hashed a block at a time."""
     k = cfg.shingle_size
     counts = _shingle_counts(lengths, k)
-    return _signatures(
+    _signatures(
         np.concatenate(([0], np.cumsum(counts))),
         cfg,
         lambda r0, r1: _shingles_at(cps, starts[r0:r1], counts[r0:r1], k),
+        out,
     )
 
 
@@ -493,7 +499,10 @@ def dedup(
     has_codes = np.empty(n, dtype=bool)
     is_rep = np.zeros(n, dtype=bool)
     seen = np.empty(0, dtype=np.uint64)
-    rep_sigs: list[np.ndarray] = []
+    old = index if index is not None else pl.DataFrame(schema=index_schema(cfg.num_perm))
+    # new nodes' signatures, then the old index's; pages are touched only where written
+    sig = np.empty((n + old.height, cfg.num_perm), dtype=np.uint32)
+    n_new = 0
     for lo in range(0, n, cfg.batch_size):
         f = _features(df.slice(lo, cfg.batch_size), cfg)
         hi = lo + len(f["lengths"])
@@ -512,15 +521,15 @@ def dedup(
         is_rep[lo:hi] = rep
         rep_codes.append(f["codes"].filter(rep))
         rep_numbers.append(f["numbers"].filter(rep))
-        rep_sigs.append(_text_signatures(f["cps"], f["starts"][rep], f["lengths"][rep], cfg))
+        n_rep = int(rep.sum())
+        out = sig[n_new : n_new + n_rep]
+        _text_signatures(f["cps"], f["starts"][rep], f["lengths"][rep], cfg, out)
+        n_new += n_rep
 
     # nodes: distinct (content, alarm codes) of the new records, then the old index's records
     rep_rows = np.flatnonzero(is_rep)
-    n_new = len(rep_rows)
-    old = index if index is not None else pl.DataFrame(schema=index_schema(cfg.num_perm))
-    sig = np.concatenate(
-        [*rep_sigs, old.get_column("signature").to_numpy().reshape(old.height, cfg.num_perm)]
-    ).astype(np.uint32, copy=False)
+    sig = sig[: n_new + old.height]
+    sig[n_new:] = old.get_column("signature").to_numpy().reshape(old.height, cfg.num_perm)
     node_codes = pl.concat([*rep_codes, old.get_column("codes")])
     node_numbers = pl.concat([*rep_numbers, old.get_column("numbers")])
     node_machine = np.concatenate(
@@ -529,7 +538,8 @@ def dedup(
     node_content = np.concatenate(
         [content_hash[rep_rows], old.get_column("content_hash").to_numpy()]
     )
-    node_key = _node_key(node_content, _set_hashes(node_codes), node_machine)
+    node_codes_hash = np.concatenate([codes_hash[rep_rows], _set_hashes(old.get_column("codes"))])
+    node_key = _node_key(node_content, node_codes_hash, node_machine)
 
     # near-duplicate edges, verified; exact edges to the old index
     u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)

@@ -220,6 +220,27 @@ def test_most_complete_member_is_kept() -> None:
     }
 
 
+def test_plain_text_normalizes_as_the_full_path_does() -> None:
+    """ASCII/CJK rows skip NFKC and lower-case as ASCII; an ideographic space (NFKC: a
+    space, then removed) sends a row down the full path, so both must give the same text."""
+    plain = [
+        "".join(map(chr, range(128))),
+        "".join(map(chr, range(0x4E00, 0xA000))),
+        "、。〈〉《》「」『』【】°“”！（），；？",
+        "2024年3月5日 14:20，X轴伺服报警（SV0401）！复位后再次报警；原因？",
+        "2024-03-05 08:15 Spindle ALM 9031 (FANUC), replaced bearing; OK!",
+        *SERVO.values(),
+        *EN.values(),
+    ]
+    not_plain = ["ＡＢＣ１２３，测试", "℃ ① ㈠ Ⅳ ΣΑΣ İ", "a\u0301，\u0301b", "14：20 完成"]
+    texts = pl.DataFrame({"text": plain + not_plain})
+    fast = texts.select(normalized_text("text")).to_series()
+    full = texts.select(pl.col("text") + "\u3000").select(normalized_text("text")).to_series()
+    assert fast.to_list() == full.to_list()
+    assert fast[3] == "x轴伺服报警sv0401复位后再次报警原因"
+    assert fast[len(plain)] == "abc123测试"
+
+
 def test_exact_duplicates_ignore_case_width_whitespace_and_punctuation() -> None:
     shouted = {k: v.upper() for k, v in EN.items()}
     spaced = {k: "  " + v.replace(", ", " ,  ").replace(";", " ") for k, v in EN.items()}
