@@ -21,8 +21,9 @@ Pipeline, all columnar:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -33,6 +34,8 @@ from pipeline.stage import StageResult, make_rejects, stage_result
 from schemas.dedup import DedupConfig, index_schema
 
 STAGE = "dedup"
+T = TypeVar("T")
+R = TypeVar("R")
 CONTENT_PARTS: tuple[str, ...] = ("symptom", "cause", "action", "prevention")
 _PART_SEP = "\x1f"  # joins normalized parts; never inside a part (control characters removed)
 # dates and clock times say when, not what: removed before hashing (a re-logged order is a dup)
@@ -438,6 +441,28 @@ def _features(batch: pl.DataFrame, cfg: DedupConfig) -> dict:
     }
 
 
+def _in_sorted(values: np.ndarray, ascending: np.ndarray) -> np.ndarray:
+    """Which values occur in the ascending array (binary search, no re-sort)."""
+    if len(ascending) == 0:
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(ascending, values), len(ascending) - 1)
+    return ascending[at] == values
+
+
+def _prefetched(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+    """fn(item) for each item, in order; the next one is computed in a background thread
+    while the caller works on the current one (polars and numpy mostly run without the GIL)."""
+    with ThreadPoolExecutor(1) as pool:
+        pending = None
+        for item in items:
+            submitted = pool.submit(fn, item)
+            if pending is not None:
+                yield pending.result()
+            pending = submitted
+        if pending is not None:
+            yield pending.result()
+
+
 def _node_key(content: np.ndarray, codes: np.ndarray, machine: np.ndarray) -> np.ndarray:
     """Identity of a node: normalized content together with its alarm codes and machine."""
     return _fmix64(content ^ (codes * _MIX2) ^ _fmix64(machine ^ _MIX))
@@ -498,13 +523,14 @@ def dedup(
     content_len = np.empty(n, dtype=np.int64)
     has_codes = np.empty(n, dtype=bool)
     is_rep = np.zeros(n, dtype=bool)
-    seen = np.empty(0, dtype=np.uint64)
+    seen = np.empty(0, dtype=np.uint64)  # node keys of earlier batches, ascending
     old = index if index is not None else pl.DataFrame(schema=index_schema(cfg.num_perm))
     # new nodes' signatures, then the old index's; pages are touched only where written
     sig = np.empty((n + old.height, cfg.num_perm), dtype=np.uint32)
     n_new = 0
-    for lo in range(0, n, cfg.batch_size):
-        f = _features(df.slice(lo, cfg.batch_size), cfg)
+    starts = range(0, n, cfg.batch_size)
+    batch_features = _prefetched(lambda lo: _features(df.slice(lo, cfg.batch_size), cfg), starts)
+    for lo, f in zip(starts, batch_features, strict=True):
         hi = lo + len(f["lengths"])
         content_hash[lo:hi] = f["content_hash"]
         codes_hash[lo:hi] = f["codes_hash"]
@@ -516,8 +542,8 @@ def dedup(
         key = _node_key(f["content_hash"], f["codes_hash"], f["machine_hash"])
         first = np.zeros(hi - lo, dtype=bool)
         first[np.unique(key, return_index=True)[1]] = True
-        rep = first & (f["n_parts"] > 0) & ~np.isin(key, seen)
-        seen = np.union1d(seen, key[rep])
+        rep = first & (f["n_parts"] > 0) & ~_in_sorted(key, seen)
+        seen = np.sort(np.concatenate([seen, key[rep]]), kind="stable")  # a merge of two runs
         is_rep[lo:hi] = rep
         rep_codes.append(f["codes"].filter(rep))
         rep_numbers.append(f["numbers"].filter(rep))

@@ -57,7 +57,12 @@ class DedupConfig(BaseModel):
         description="datasketch permutation scheme: 'affine32' (datasketch >= 2 default) or "
         "'legacy' ((a*h+b) mod 2^61-1, truncated to 32 bits)",
     )
-    batch_size: int = Field(100_000, ge=1, description="records normalized and hashed at once")
+    batch_size: int = Field(
+        25_000,
+        ge=1,
+        description="records normalized and hashed at once; the next batch is normalized "
+        "while this one's signatures are computed",
+    )
     pair_window: int = Field(
         16,
         ge=1,
