@@ -393,10 +393,16 @@ def test_result_does_not_depend_on_input_order() -> None:
         {"record_id": "o-4", **{k: v.lower() for k, v in EN.items()}},
         {"record_id": "o-5", **SERVO},
     ]
-    first, _ = dedup(frame(*records), DedupConfig(batch_size=2))
+    first, first_index = dedup(frame(*records), DedupConfig(batch_size=2))
     second, _ = dedup(frame(*reversed(records)), DedupConfig())
+    # one record per batch: the exact duplicate o-3 is found in an earlier batch
+    single, single_index = dedup(
+        frame(*records, {"record_id": "o-6", **EN}), DedupConfig(batch_size=1)
+    )
     assert rejects_of(first) == rejects_of(second)
     assert rejects_of(first) == {"o-1": ("near_dup", "o-2"), "o-4": ("exact_dup", "o-3")}
+    assert rejects_of(single) == {**rejects_of(first), "o-6": ("exact_dup", "o-3")}
+    assert single_index.equals(first_index)
 
 
 def test_bands_must_fit_the_signature() -> None:
