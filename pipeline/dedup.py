@@ -80,7 +80,8 @@ def _splitmix64(n: int, seed: int) -> np.ndarray:
 _KEYS = _splitmix64(33, 2024)
 SHINGLE_MULT = _KEYS[:32] | _U64(1)  # one odd multiplier per character position
 SHINGLE_ADD = _KEYS[32]
-_CHUNK_SHINGLES = 8192  # shingles per signature block: 128 × 8192 uint32 = 4 MiB
+_CHUNK_SHINGLES = 16384  # shingles per signature block
+_PERM_BLOCK = 32  # permutations at a time: 32 × 16384 uint32 = 2 MiB
 _SPAN_CHARS = 1 << 18  # code points per block of the string work
 _TILE = 8  # code points per tile of a string hash (SHINGLE_MULT[:8])
 
@@ -260,14 +261,17 @@ def _signatures(
         for r0, r1 in chunks:
             hashes = shingles(r0, r1)
             hv = hashes.astype(np.uint64) if legacy else _fmix32(hashes)
-            # permutations × shingles: reduceat along contiguous rows is the fast layout
-            buf = np.multiply(a[:, None], hv[None, :])
-            buf += b[:, None]
-            if legacy:  # x mod (2^61-1) without division, then 32 bits
-                buf = (buf & _MERSENNE) + (buf >> _U64(61))
-                buf -= np.where(buf >= _MERSENNE, _MERSENNE, _U64(0))
-                buf &= _MASK32
-            out[r0:r1] = np.minimum.reduceat(buf, offsets[r0:r1] - offsets[r0], axis=1).T
+            local = offsets[r0:r1] - offsets[r0]
+            # permutations × shingles: reduceat along contiguous rows is the fast layout;
+            # a few permutations at a time keep the buffer in cache
+            for p in range(0, len(a), _PERM_BLOCK):
+                buf = np.multiply(a[p : p + _PERM_BLOCK, None], hv[None, :])
+                buf += b[p : p + _PERM_BLOCK, None]
+                if legacy:  # x mod (2^61-1) without division, then 32 bits
+                    buf = (buf & _MERSENNE) + (buf >> _U64(61))
+                    buf -= np.where(buf >= _MERSENNE, _MERSENNE, _U64(0))
+                    buf &= _MASK32
+                out[r0:r1, p : p + _PERM_BLOCK] = np.minimum.reduceat(buf, local, axis=1).T
 
     chunks = _spans(offsets[1:], _CHUNK_SHINGLES)
     if cfg.threads == 1 or len(chunks) < 2:
