@@ -4,14 +4,16 @@ Pipeline, all columnar:
 
 1. Normalize the four parts (NFKC, lower case, whitespace, punctuation and control
    characters removed; letters, digits and symbols such as alarm codes are kept),
-   in batches of `batch_size` records.
-2. Stable 64-bit content hash per record; records with equal hashes are exact
-   duplicates and share one MinHash signature (computed once, for the first).
+   in batches of `batch_size` records; the next batch is normalized in a background
+   thread while this one's signatures are computed.
+2. Stable 64-bit content hash per record (`string_hashes`); records with equal hashes are
+   exact duplicates and share one MinHash signature (computed once, for the first).
 3. MinHash signatures of character shingles, computed in numpy with datasketch's
    permutations: `signatures(...)[i]` equals `MinHash.bulk(...)[i].hashvalues` for
-   the same shingle hashes, seed, `num_perm` and scheme.
-4. LSH: band hashes, polars group_by on (band, band_hash) to candidate pairs,
-   verified by signature agreement >= `threshold` and by the alarm-code guard
+   the same shingle hashes, seed, `num_perm` and scheme. Large arrays are worked a
+   block at a time, so temporaries stay in cache and no big buffer is faulted in.
+4. LSH: band hashes, one stable polars sort by (band, band_hash) bucket to candidate
+   pairs, verified by signature agreement >= `threshold` and by the alarm-code guard
    (two records whose alarm-code sets are both non-empty and differ are kept apart).
 5. Connected components over the verified pairs (vectorized union-find); in each
    cluster the most complete record is kept, the others are rejected with the
