@@ -4,7 +4,8 @@ Work orders are incremental: per input file ingest -> normalize -> filter (one t
 cached by file content, configuration and code); then, over the files processed in this run,
 dedup (against the published corpus's index) -> structure -> tiers, messages and tokens.
 Unchanged files are carried over from the snapshot LATEST names. Alarm histories and manuals
-(flows/sources.py) are small and re-read in full. Tasks hand Parquet paths to each other
+(flows/sources.py) are parsed per new or changed file too; their incidents, chunks and
+fault-code table are rebuilt from the parsed rows each run. Tasks hand Parquet paths to each other
 (flows/stage_files.py), never data frames.
 """
 
@@ -68,7 +69,13 @@ def _stage(result: StageResult, stage: str, work: str, key: str) -> StageOutput:
 
 
 def ledger_row(
-    path: str, kind: str, data_path: Path, encoding: str, rows: int, skipped: int = 0
+    path: str,
+    kind: str,
+    data_path: Path,
+    encoding: str,
+    rows: int,
+    skipped: int = 0,
+    lines: int | None = None,
 ) -> pl.DataFrame:
     data = data_path.read_bytes()
     return pl.DataFrame(
@@ -81,6 +88,7 @@ def ledger_row(
                 "encoding": encoding,
                 "rows": rows,
                 "skipped_lines": skipped,
+                "lines": lines,
             }
         ],
         schema=LEDGER_SCHEMA,
@@ -142,6 +150,7 @@ class WorkorderRun:
     """What the work-order part of a refresh did: the refresh plan and its stage outputs."""
 
     refresh: RefreshSummary
+    carried: list[str] = field(default_factory=list)  # unchanged work-order files
     stage_outputs: list[StageOutput] = field(default_factory=list)
     ledger_keys: list[str] = field(default_factory=list)
     index_keys: list[str] = field(default_factory=list)
@@ -184,7 +193,8 @@ def run_workorders(
             processed=todo.to_process,
             carried=todo.unchanged,
             removed=todo.removed,
-        )
+        ),
+        carried=todo.unchanged,
     )
     base = (cfg.config_hash(), code_fingerprint())
     shas = dict(zip(current["path"], current["sha256"], strict=True))
@@ -235,14 +245,14 @@ def _carried_index(index_path: Path, unchanged: list[str], work: Path) -> Path:
     return target
 
 
-def carried_workorders(out: Path, refresh: RefreshSummary) -> pl.DataFrame:
+def carried_workorders(out: Path, carried: list[str]) -> pl.DataFrame:
     """SFT rows of the previous snapshot that this refresh keeps (unchanged work-order files)."""
     previous = latest_snapshot(out)
     files = list((previous / "sft").rglob("*.parquet")) if previous else []
     if not files:
         return _empty_sft()
     rows = pl.read_parquet(files, hive_partitioning=False)
-    return rows.filter(pl.col("source_file").is_in(refresh.carried))
+    return rows.filter(pl.col("source_file").is_in(carried))
 
 
 @task(name="publish", cache_policy=NO_CACHE)
@@ -257,7 +267,7 @@ def publish_task(
     """Carry unchanged work orders over from the previous snapshot, add this run's, publish."""
     out_path, prev_state = Path(out), latest_state(Path(out))
     previous = latest_snapshot(out_path)
-    carried = run.refresh.carried
+    carried = run.carried
 
     def previous_rejects() -> pl.DataFrame:
         files = list((previous / "rejects").rglob("*.parquet")) if previous else []
@@ -273,7 +283,7 @@ def publish_task(
     tiered = [s.kept for s in run.stage_outputs if s.stage == "tiers"] + side.sft
     sft = (
         pl.concat(
-            [carried_workorders(out_path, run.refresh), *map(pl.read_parquet, tiered)],
+            [carried_workorders(out_path, carried), *map(pl.read_parquet, tiered)],
             how="diagonal_relaxed",
         )
         .pipe(_as_sft_rows)
@@ -328,6 +338,8 @@ def publish_task(
         plan = training_plan(sft, pretrain, cfg)
         writer.write_json("plan.json", plan.model_dump(mode="json"))
         writer.write_state("ledger", ledger)
+        for name, table in side.state.items():
+            writer.write_state(name, pl.read_parquet(table))
         writer.write_state("counts", counts_long)
         if index_parts:
             writer.write_state("dedup_index", pl.concat(index_parts).sort("record_id"))
@@ -401,19 +413,16 @@ def refresh(
         run = run_workorders(root, workorders, out, work, cfg, state)
         side = SideOutputs()
         if manuals is not None:
-            side = run_manuals(root, manuals, work, cfg)
+            side = run_manuals(root, manuals, work, cfg, state)
         if alarm_logs is not None:
-            side = run_alarm_logs(root, alarm_logs, work, cfg, run, side, out)
-        run.refresh.processed = sorted(run.refresh.processed + _side_paths(side))
+            side = run_alarm_logs(root, alarm_logs, work, cfg, run, side, out, state)
+        run.refresh.processed = sorted(run.refresh.processed + side.processed)
+        run.refresh.carried = sorted(run.refresh.carried + side.carried)
         snapshot, counts = publish_task(flow_name, str(out), str(work), run, side, cfg)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(out / "state" / "task-results", ignore_errors=True)
     report_run(flow_name, Path(snapshot), counts, run.refresh, side)
     return snapshot
-
-
-def _side_paths(side: SideOutputs) -> list[str]:
-    return [p for path in side.ledger for p in pl.read_parquet(path)["path"].to_list()]
 
 
 def report_run(

@@ -8,7 +8,10 @@ already describes is that work order's sample) -> tiers, messages and tokens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from prefect import task
@@ -42,25 +45,89 @@ def _concat(frames: list[pl.DataFrame], empty: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([empty.clear(), *frames], how="vertical_relaxed") if frames else empty.clear()
 
 
+@dataclass
+class Parsed:
+    """Rows parsed from the files of one source kind, new files parsed, unchanged ones reused."""
+
+    kept: pl.DataFrame
+    rejected: pl.DataFrame
+    ledger: pl.DataFrame
+    processed: list[str]
+    carried: list[str]
+
+
+def parse_incrementally(
+    files: list[tuple[Path, Any]],
+    root: Path,
+    kind: str,
+    state: str | None,
+    tables: tuple[str, str],
+    parse: Callable[[Path, Any, Path], StageResult],
+) -> Parsed:
+    """Parse new or changed files; take unchanged files' rows from the last state's `tables`
+    (kept rows, rejects), as the ledger (path, sha256) says."""
+    previous = Path(state) if state else None
+
+    def table(name: str) -> pl.DataFrame | None:
+        path = previous / f"{name}.parquet" if previous else None
+        return pl.read_parquet(path) if path and path.exists() else None
+
+    old_ledger, old_kept, old_rejected = table("ledger"), table(tables[0]), table(tables[1])
+    reusable = old_kept is not None and old_rejected is not None and old_ledger is not None
+    kept, rejected, ledger, processed, carried = [], [], [], [], []
+    for path, source in files:
+        rel = _rel(path, root)
+        row = ledger_row(rel, kind, path, _encoding(path), rows=0)
+        old = (
+            old_ledger.filter((pl.col("path") == rel) & (pl.col("sha256") == row["sha256"][0]))
+            if reusable
+            else None
+        )
+        if old is not None and old.height == 1:
+            kept.append(old_kept.filter(pl.col("source_file") == rel))
+            rejected.append(old_rejected.filter(pl.col("source_file") == rel))
+            ledger.append(old)
+            carried.append(rel)
+            continue
+        result = parse(path, source, root)
+        kept.append(result.kept)
+        rejected.append(result.rejected)
+        ledger.append(
+            row.with_columns(
+                rows=pl.lit(result.counters["read"], pl.Int64),
+                skipped_lines=pl.lit(result.counters.get("skipped_non_alarm", 0), pl.Int64),
+                lines=pl.lit(result.counters["lines_total"], pl.Int64),
+            )
+        )
+        processed.append(rel)
+    return Parsed(
+        kept=pl.concat(kept, how="vertical_relaxed") if kept else pl.DataFrame(),
+        rejected=_concat(rejected, empty_rejects()),
+        ledger=pl.concat(ledger) if ledger else pl.DataFrame(),
+        processed=processed,
+        carried=carried,
+    )
+
+
 @task(name="manuals", cache_policy=NO_CACHE)
-def manuals_task(root: str, folder: str, work: str, cfg: PipelineConfig) -> SideOutputs:
+def manuals_task(
+    root: str, folder: str, work: str, cfg: PipelineConfig, state: str | None
+) -> SideOutputs:
     """Manuals -> sections -> pretraining chunks; alarm tables + vendor tables -> fault codes."""
     root_path, target = Path(root), Path(work) / "manuals"
     target.mkdir(parents=True, exist_ok=True)
-    reads, ledger = [], []
-    for path, source in manual_files(folder, cfg.manuals):
-        result = read_manual(path, source, root_path)
-        reads.append(result)
-        ledger.append(
-            ledger_row(
-                _rel(path, root_path), "manual", path, _encoding(path), rows=result.counters["read"]
-            )
-        )
-    sections = pl.concat([r.kept for r in reads]) if reads else None
-    section_rejects = _concat([r.rejected for r in reads], empty_rejects())
+    parsed = parse_incrementally(
+        manual_files(folder, cfg.manuals),
+        root_path,
+        "manual",
+        state,
+        ("manual_sections", "manual_section_rejects"),
+        read_manual,
+    )
     side = SideOutputs()
-    if sections is None:
+    if not parsed.processed and not parsed.carried:
         return side
+    sections, section_rejects = parsed.kept, parsed.rejected
     chunks = chunk_sections(sections, cfg.manuals.chunks)
     pretrain = count_tokens(chunks.kept, cfg.tokens, column="text")
     tables = extract_alarm_tables(sections)
@@ -72,15 +139,22 @@ def manuals_task(root: str, folder: str, work: str, cfg: PipelineConfig) -> Side
         [section_rejects, tables.rejected, vendor.rejected, kb.rejected], how="vertical_relaxed"
     )
     rejects.write_parquet(target / "rejects.parquet")
-    pl.concat(ledger).write_parquet(target / "ledger.parquet")
+    parsed.ledger.write_parquet(target / "ledger.parquet")
+    sections.write_parquet(target / "manual_sections.parquet")
+    section_rejects.write_parquet(target / "manual_section_rejects.parquet")
+    side.state = {
+        "manual_sections": str(target / "manual_sections.parquet"),
+        "manual_section_rejects": str(target / "manual_section_rejects.parquet"),
+    }
+    side.processed, side.carried = parsed.processed, parsed.carried
     side.pretrain = str(target / "pretrain.parquet")
     side.fault_codes = str(target / "fault_codes.parquet")
     side.side_rejects = [str(target / "rejects.parquet")]
     side.ledger = [str(target / "ledger.parquet")]
     side.sources = {
         "manual": {
-            "files": len(reads),
-            "lines": sum(r.counters["lines_total"] for r in reads),
+            "files": parsed.ledger.height,
+            "lines": int(parsed.ledger["lines"].sum()),
             "sections": sections.height,
             "rejected_pages": section_rejects.height,
             "chunks": pretrain.height,
@@ -94,8 +168,10 @@ def manuals_task(root: str, folder: str, work: str, cfg: PipelineConfig) -> Side
     return side
 
 
-def run_manuals(root: Path, folder: Path, work: Path, cfg: PipelineConfig) -> SideOutputs:
-    return manuals_task(str(root), str(folder), str(work), cfg)
+def run_manuals(
+    root: Path, folder: Path, work: Path, cfg: PipelineConfig, state: Path | None
+) -> SideOutputs:
+    return manuals_task(str(root), str(folder), str(work), cfg, str(state) if state else None)
 
 
 def incidents_stage(events: pl.DataFrame, cfg: PipelineConfig) -> StageResult:
@@ -161,31 +237,22 @@ def alarm_logs_task(
     fault_codes: str | None,
     workorder_paths: list[str],
     carried_path: str,
+    state: str | None,
 ) -> SideOutputs:
     root_path, target = Path(root), Path(work) / "alarm_logs"
-    reads, ledger = [], []
-    for path, source in alarm_log_files(folder, cfg.alarm_logs):
-        result = read_alarm_log(path, source, root_path)
-        reads.append(result)
-        ledger.append(
-            ledger_row(
-                _rel(path, root_path),
-                "alarm_log",
-                path,
-                _encoding(path),
-                rows=result.counters["read"],
-                skipped=result.counters["skipped_non_alarm"],
-            )
-        )
-    side = SideOutputs()
-    if not reads:
-        return side
-    events = pl.concat([r.kept for r in reads])
-    ingest = stage_result(
-        events,
-        _concat([r.rejected for r in reads], empty_rejects()),
-        read=sum(r.counters["read"] for r in reads),
+    parsed = parse_incrementally(
+        alarm_log_files(folder, cfg.alarm_logs),
+        root_path,
+        "alarm_log",
+        state,
+        ("alarm_events", "alarm_ingest_rejects"),
+        read_alarm_log,
     )
+    side = SideOutputs()
+    if not parsed.processed and not parsed.carried:
+        return side
+    events = parsed.kept
+    ingest = stage_result(events, parsed.rejected, read=events.height + parsed.rejected.height)
     incidents = incidents_stage(events, cfg)
     kb = pl.read_parquet(fault_codes) if fault_codes else None
     samples = (
@@ -216,16 +283,22 @@ def alarm_logs_task(
         [file_counts(name, result.kept, result.rejected) for name, result in outputs.items()]
     )
     counts.write_parquet(target / "counts.parquet")
-    pl.concat(ledger).write_parquet(target / "ledger.parquet")
+    parsed.ledger.write_parquet(target / "ledger.parquet")
+    parsed.rejected.write_parquet(target / "alarm_ingest_rejects.parquet")
+    side.state = {
+        "alarm_events": saved["ingest"].kept,
+        "alarm_ingest_rejects": str(target / "alarm_ingest_rejects.parquet"),
+    }
+    side.processed, side.carried = parsed.processed, parsed.carried
     side.sft = [saved["tiers"].kept]
     side.rejects = [s.rejected for s in saved.values()]
     side.counts = [str(target / "counts.parquet")]
     side.ledger = [str(target / "ledger.parquet")]
     side.sources = {
         "alarm_log": {
-            "files": len(reads),
-            "lines": sum(r.counters["lines_total"] for r in reads),
-            "skipped_non_alarm_lines": sum(r.counters["skipped_non_alarm"] for r in reads),
+            "files": parsed.ledger.height,
+            "lines": int(parsed.ledger["lines"].sum()),
+            "skipped_non_alarm_lines": int(parsed.ledger["skipped_lines"].sum()),
             "events": events.height,
             "incidents": incidents.kept.height,
         }
@@ -241,11 +314,12 @@ def run_alarm_logs(
     run: WorkorderRun,
     side: SideOutputs,
     out: Path,
+    state: Path | None,
 ) -> SideOutputs:
     """Alarm histories, joined with this run's fault codes (or the published ones)."""
     carried = work / "carried_workorders.parquet"
     carried.parent.mkdir(parents=True, exist_ok=True)
-    carried_workorders(out, run.refresh).write_parquet(carried)
+    carried_workorders(out, run.carried).write_parquet(carried)
     fault_codes = side.fault_codes or _published_fault_codes(out, work)
     alarms = alarm_logs_task(
         str(root),
@@ -255,6 +329,7 @@ def run_alarm_logs(
         fault_codes,
         [s.kept for s in run.stage_outputs if s.stage == "tiers"],
         str(carried),
+        str(state) if state else None,
     )
     return side.model_copy(
         update={
@@ -263,6 +338,9 @@ def run_alarm_logs(
             "counts": side.counts + alarms.counts,
             "ledger": side.ledger + alarms.ledger,
             "sources": side.sources | alarms.sources,
+            "state": side.state | alarms.state,
+            "processed": side.processed + alarms.processed,
+            "carried": side.carried + alarms.carried,
         }
     )
 

@@ -22,6 +22,7 @@ LEDGER_SCHEMA: dict[str, pl.DataType] = {
     "encoding": pl.String(),
     "rows": pl.Int64(),
     "skipped_lines": pl.Int64(),  # lines that hold no record (alarm logs: non-alarm lines)
+    "lines": pl.Int64(),  # physical lines of a text source (alarm logs, manuals); else null
 }
 
 # One row per (file, stage, outcome): outcome is "kept" or a reject reason.

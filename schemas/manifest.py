@@ -13,6 +13,7 @@ class InputFile(BaseModel):
     encoding: str
     rows: int
     skipped_lines: int = 0
+    lines: int | None = None
 
 
 class StageCounts(BaseModel):
@@ -99,6 +100,9 @@ class SideOutputs(BaseModel):
     pretrain: str | None = None
     fault_codes: str | None = None
     sources: dict[str, dict[str, int]] = {}
+    state: dict[str, str] = {}  # parsed per-file tables kept in state/ for the next refresh
+    processed: list[str] = []  # files parsed in this run
+    carried: list[str] = []  # unchanged files whose parsed rows came from the last state
 
 
 class StageOutput(BaseModel):

@@ -117,3 +117,35 @@ def test_an_incident_a_work_order_describes_is_rejected_as_the_same_incident():
         "same_incident",
         "wo9",
     )
+
+
+def test_second_refresh_parses_only_what_changed(prefect_server, sample_data, tmp_path):
+    import shutil
+
+    inputs = tmp_path / "in"
+    for kind in ("workorders", "alarm_logs", "manuals"):
+        shutil.copytree(sample_data / kind, inputs / kind)
+    out = tmp_path / "corpus"
+    first = Path(refresh_corpus(input=str(inputs), out=str(out)))
+    again = Path(refresh_corpus(input=str(inputs), out=str(out)))
+    refresh = manifest(again)["refresh"]
+    assert refresh["processed"] == []
+    assert len(refresh["carried"]) == len(manifest(first)["inputs"])
+    digests = [
+        {o["path"]: o["sha256"] for o in manifest(s)["outputs"] if ".parquet" in o["path"]}
+        for s in (first, again)
+    ]
+    assert digests[0] == digests[1]  # nothing changed, nothing differs
+
+    log = next((inputs / "alarm_logs").glob("*sinumerik*"))
+    log.write_bytes(
+        log.read_bytes() + b"13.03.2024 16:02:11.250 came 25000 NCK Axis X1 "
+        b"hardware fault of active encoder\n"
+    )
+    third = Path(refresh_corpus(input=str(inputs), out=str(out)))
+    assert manifest(third)["refresh"]["processed"] == [f"alarm_logs/{log.name}"]
+    counts = manifest(third)["counts"]
+    assert counts["stages"]["alarm_log/ingest"]["read"] == (
+        manifest(first)["counts"]["stages"]["alarm_log/ingest"]["read"] + 1
+    )
+    assert counts["read"] == counts["kept"] + counts["rejected"]
