@@ -70,9 +70,9 @@ def file_counts(stage: str, kept: pl.DataFrame, rejected: pl.DataFrame) -> pl.Da
         "source_kind", "source_file", pl.col("reason").alias("outcome")
     ).agg(pl.len().cast(pl.Int64).alias("rows"))
     columns = ["source_kind", "source_file", pl.lit(stage).alias("stage"), "outcome", "rows"]
-    return pl.concat(
-        [kept_counts.select(columns), rejected_counts.select(columns)]
-    ).cast(COUNTS_SCHEMA)  # type: ignore[arg-type]
+    return pl.concat([kept_counts.select(columns), rejected_counts.select(columns)]).cast(
+        COUNTS_SCHEMA
+    )  # type: ignore[arg-type]
 
 
 def funnel(counts: pl.DataFrame, stage_order: dict[str, list[str]]) -> dict[str, StageCounts]:
