@@ -33,11 +33,3 @@ def load_kept(outputs: list[StageOutput]) -> pl.DataFrame:
 def load_rejects(outputs: list[StageOutput]) -> pl.DataFrame:
     frames = [pl.read_parquet(o.rejected) for o in outputs]
     return pl.concat([empty_rejects(), *frames], how="vertical_relaxed")
-
-
-def sum_counters(outputs: list[StageOutput]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for out in outputs:
-        for key, value in out.counters.items():
-            total[key] = total.get(key, 0) + value
-    return total
