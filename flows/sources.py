@@ -21,7 +21,7 @@ from flows.corpus import WorkorderRun, carried_workorders, ledger_row, render
 from flows.stage_files import save_stage
 from pipeline.fault_codes import extract_alarm_tables, merge_knowledge_base, read_vendor_tables
 from pipeline.incident_samples import incident_samples
-from pipeline.incidents import build_incidents, link_workorders
+from pipeline.incidents import drop_described_incidents, incident_funnel
 from pipeline.ingest.alarm_logs import alarm_log_files, read_alarm_log
 from pipeline.ingest.encoding import detect_encoding
 from pipeline.ingest.manuals import chunk_sections, manual_files, read_manual
@@ -174,60 +174,6 @@ def run_manuals(
     return manuals_task(str(root), str(folder), str(work), cfg, str(state) if state else None)
 
 
-def incidents_stage(events: pl.DataFrame, cfg: PipelineConfig) -> StageResult:
-    """Events -> incidents. Each incident keeps its first raise's place in the funnel; later
-    raises are rejected as `merged_into_incident` (pointing at the incident) and clears and
-    acknowledgements, folded into the incident's times, as `state_change`."""
-    incidents = build_incidents(events, cfg.alarm_logs.incidents).kept
-    members = (
-        incidents.select(
-            pl.col("record_id").alias("incident_id"), pl.col("event_ids").alias("record_id")
-        )
-        .explode("record_id")
-        .with_columns(first=pl.int_range(pl.len()).over("incident_id") == 0)
-    )
-    tagged = events.join(members, on="record_id", how="left")
-    merged = tagged.filter(pl.col("incident_id").is_not_null() & ~pl.col("first"))
-    state_changes = tagged.filter(pl.col("incident_id").is_null())
-    rejected = pl.concat(
-        [
-            make_rejects(
-                merged.drop("first"),
-                "incidents",
-                "merged_into_incident",
-                duplicate_of=pl.col("incident_id"),
-            ),
-            make_rejects(
-                state_changes.drop("first", "incident_id"),
-                "incidents",
-                "state_change",
-                detail=pl.col("event"),
-            ),
-        ]
-    )
-    return stage_result(incidents, rejected, read=events.height)
-
-
-def cross_source_stage(
-    samples: pl.DataFrame, incidents: pl.DataFrame, workorders: pl.DataFrame, cfg: PipelineConfig
-) -> StageResult:
-    """An incident that a published work order already describes (same machine, a shared code,
-    close in time) is that work order's sample: reject it as `same_incident`."""
-    _, links = link_workorders(incidents, workorders, cfg.alarm_logs.incidents)
-    first_link = links.group_by("incident_id").agg(pl.col("workorder_id").sort().first())
-    tagged = samples.join(first_link, left_on="record_id", right_on="incident_id", how="left")
-    duplicate = pl.col("workorder_id").is_not_null()
-    rejected = make_rejects(
-        tagged.filter(duplicate),
-        "cross_source",
-        "same_incident",
-        duplicate_of=pl.col("workorder_id"),
-    )
-    return stage_result(
-        tagged.filter(~duplicate).drop("workorder_id"), rejected, read=samples.height
-    )
-
-
 @task(name="alarm-logs", cache_policy=NO_CACHE)
 def alarm_logs_task(
     root: str,
@@ -253,7 +199,7 @@ def alarm_logs_task(
         return side
     events = parsed.kept
     ingest = stage_result(events, parsed.rejected, read=events.height + parsed.rejected.height)
-    incidents = incidents_stage(events, cfg)
+    incidents = incident_funnel(events, cfg.alarm_logs.incidents)
     kb = pl.read_parquet(fault_codes) if fault_codes else None
     samples = (
         incident_samples(incidents.kept, kb)
@@ -268,7 +214,9 @@ def alarm_logs_task(
         [pl.read_parquet(carried_path), *map(pl.read_parquet, workorder_paths)],
         how="diagonal_relaxed",
     )
-    linked = cross_source_stage(samples.kept, incidents.kept, workorders, cfg)
+    linked = drop_described_incidents(
+        samples.kept, incidents.kept, workorders, cfg.alarm_logs.incidents
+    )
     tiered = assign_tiers(linked.kept.with_columns(asset=pl.col("machine")), cfg.tiers)
     tiered = StageResult(render(tiered.kept, cfg), tiered.rejected, tiered.counters)
     outputs = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 import xxhash
 
-from pipeline.stage import StageResult, empty_rejects, stage_result
+from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
 from schemas.alarm_logs import INCIDENT_SCHEMA, IncidentConfig
 
 _KEY = "_key"
@@ -198,3 +198,60 @@ def link_workorders(
         .drop("_linked")
     )
     return linked, links
+
+
+def incident_funnel(events: pl.DataFrame, cfg: IncidentConfig | None = None) -> StageResult:
+    """Events -> incidents. Each incident keeps its first raise's place in the funnel; later
+    raises are rejected as `merged_into_incident` (pointing at the incident) and clears and
+    acknowledgements, folded into the incident's times, as `state_change`."""
+    incidents = build_incidents(events, cfg).kept
+    members = (
+        incidents.select(
+            pl.col("record_id").alias("incident_id"), pl.col("event_ids").alias("record_id")
+        )
+        .explode("record_id")
+        .with_columns(first=pl.int_range(pl.len()).over("incident_id") == 0)
+    )
+    tagged = events.join(members, on="record_id", how="left")
+    merged = tagged.filter(pl.col("incident_id").is_not_null() & ~pl.col("first"))
+    state_changes = tagged.filter(pl.col("incident_id").is_null())
+    rejected = pl.concat(
+        [
+            make_rejects(
+                merged.drop("first"),
+                "incidents",
+                "merged_into_incident",
+                duplicate_of=pl.col("incident_id"),
+            ),
+            make_rejects(
+                state_changes.drop("first", "incident_id"),
+                "incidents",
+                "state_change",
+                detail=pl.col("event"),
+            ),
+        ]
+    )
+    return stage_result(incidents, rejected, read=events.height)
+
+
+def drop_described_incidents(
+    samples: pl.DataFrame,
+    incidents: pl.DataFrame,
+    workorders: pl.DataFrame,
+    cfg: IncidentConfig | None = None,
+) -> StageResult:
+    """An incident that a published work order already describes (same machine, a shared code,
+    close in time) is that work order's sample: reject it as `same_incident`."""
+    _, links = link_workorders(incidents, workorders, cfg)
+    first_link = links.group_by("incident_id").agg(pl.col("workorder_id").sort().first())
+    tagged = samples.join(first_link, left_on="record_id", right_on="incident_id", how="left")
+    duplicate = pl.col("workorder_id").is_not_null()
+    rejected = make_rejects(
+        tagged.filter(duplicate),
+        "cross_source",
+        "same_incident",
+        duplicate_of=pl.col("workorder_id"),
+    )
+    return stage_result(
+        tagged.filter(~duplicate).drop("workorder_id"), rejected, read=samples.height
+    )

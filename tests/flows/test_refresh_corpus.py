@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from flows.refresh_corpus import refresh_corpus
-from flows.sources import cross_source_stage
-from schemas.config import PipelineConfig
 
 
 @pytest.fixture(scope="module")
@@ -81,42 +78,6 @@ def test_alarm_samples_are_fault_log_tier_unless_complete(snapshot):
     incomplete = alarms.filter(pl.col("prevention").is_null() | pl.col("diagnosis").is_null())
     assert incomplete["tier"].unique().to_list() == ["C"]
     assert all(m[-1]["role"] == "assistant" for m in alarms["messages"].to_list())
-
-
-def test_an_incident_a_work_order_describes_is_rejected_as_the_same_incident():
-    incidents = pl.DataFrame(
-        {
-            "record_id": ["inc1", "inc2"],
-            "machine": ["VMC-03", "VMC-03"],
-            "alarm_codes": [["FANUC:SV0401"], ["FANUC:SV0436"]],
-            "first_at": [datetime(2024, 3, 18, 8, 12), datetime(2024, 5, 2, 14, 0)],
-            "last_at": [datetime(2024, 3, 18, 8, 40), datetime(2024, 5, 2, 14, 5)],
-        }
-    )
-    samples = incidents.select(
-        "record_id",
-        pl.lit("alarm_log").alias("source_kind"),
-        pl.lit("VMC-03_fanuc.txt").alias("source_file"),
-        pl.lit(3, pl.Int64).alias("source_row"),
-        "machine",
-        "alarm_codes",
-    )
-    workorders = pl.DataFrame(
-        {
-            "record_id": ["wo9"],
-            "asset": ["VMC-03"],
-            "reported_at": ["2024-03-18 09:30"],
-            "alarm_codes": [["FANUC:SV0401"]],
-        }
-    )
-    result = cross_source_stage(samples, incidents, workorders, PipelineConfig())
-    assert result.kept["record_id"].to_list() == ["inc2"]
-    rejected = result.rejected.row(0, named=True)
-    assert (rejected["record_id"], rejected["reason"], rejected["duplicate_of"]) == (
-        "inc1",
-        "same_incident",
-        "wo9",
-    )
 
 
 def test_second_refresh_parses_only_what_changed(prefect_server, sample_data, tmp_path):

@@ -4,7 +4,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.incidents import build_incidents, link_workorders
+from pipeline.incidents import (
+    build_incidents,
+    drop_described_incidents,
+    incident_funnel,
+    link_workorders,
+)
 from pipeline.ingest.alarm_logs import read_alarm_log, read_alarm_logs
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, INCIDENT_SCHEMA, AlarmLogSource, IncidentConfig
 
@@ -155,3 +160,51 @@ def test_workorders_link_to_the_nearest_incident_with_the_same_code() -> None:
     assert linked["workorder_ids"].list.len().sum() == 3
     narrow, _ = link_workorders(incidents, workorders, IncidentConfig(link_window_s=1800))
     assert narrow["workorder_ids"].list.len().sum() == 1  # only wo-4 (18:10 after last raise)
+
+
+def test_an_incident_a_work_order_describes_is_rejected_as_the_same_incident():
+    incidents = pl.DataFrame(
+        {
+            "record_id": ["inc1", "inc2"],
+            "machine": ["VMC-03", "VMC-03"],
+            "alarm_codes": [["FANUC:SV0401"], ["FANUC:SV0436"]],
+            "first_at": [datetime(2024, 3, 18, 8, 12), datetime(2024, 5, 2, 14, 0)],
+            "last_at": [datetime(2024, 3, 18, 8, 40), datetime(2024, 5, 2, 14, 5)],
+        }
+    )
+    samples = incidents.select(
+        "record_id",
+        pl.lit("alarm_log").alias("source_kind"),
+        pl.lit("VMC-03_fanuc.txt").alias("source_file"),
+        pl.lit(3, pl.Int64).alias("source_row"),
+        "machine",
+        "alarm_codes",
+    )
+    workorders = pl.DataFrame(
+        {
+            "record_id": ["wo9"],
+            "asset": ["VMC-03"],
+            "reported_at": ["2024-03-18 09:30"],
+            "alarm_codes": [["FANUC:SV0401"]],
+        }
+    )
+    result = drop_described_incidents(samples, incidents, workorders)
+    assert result.kept["record_id"].to_list() == ["inc2"]
+    rejected = result.rejected.row(0, named=True)
+    assert (rejected["record_id"], rejected["reason"], rejected["duplicate_of"]) == (
+        "inc1",
+        "same_incident",
+        "wo9",
+    )
+
+
+def test_incident_funnel_accounts_for_every_event(sample_data):
+    events = read_alarm_logs(sample_data / "alarm_logs").kept
+    result = incident_funnel(events)
+    raises = events.filter(pl.col("event") == "raised").height
+    assert result.counters["read"] == events.height
+    assert result.counters["kept"] == result.kept.height
+    assert result.counters["rejected_merged_into_incident"] == raises - result.kept.height
+    assert result.counters["rejected_state_change"] == events.height - raises
+    merged = result.rejected.filter(pl.col("reason") == "merged_into_incident")
+    assert set(merged["duplicate_of"]) <= set(result.kept["record_id"])
