@@ -32,7 +32,7 @@ from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, file_counts, funnel, p
 from pipeline.locking import corpus_lock
 from pipeline.messages import render_messages
 from pipeline.normalize import normalize
-from pipeline.plan import plan_stages, plan_table_rows
+from pipeline.plan import plan_snapshot, plan_table_rows
 from pipeline.publish import SnapshotWriter, latest_snapshot, latest_state, new_snapshot_id
 from pipeline.report import funnel_markdown
 from pipeline.report_html import render_report
@@ -335,7 +335,7 @@ def publish_task(
         if side.fault_codes:
             writer.write_table("fault_codes", pl.read_parquet(side.fault_codes), arrow.FAULT_CODES)
         writer.write_table("rejects", rejects, arrow.REJECTS)
-        plan = training_plan(sft, pretrain, cfg)
+        plan = plan_snapshot(sft, pretrain, cfg.plan)
         writer.write_json("plan.json", plan.model_dump(mode="json"))
         writer.write_state("ledger", ledger)
         for name, table in side.state.items():
@@ -360,17 +360,6 @@ def publish_task(
         writer.write_text("report.html", report)
         path = writer.commit(manifest.model_copy(update={"outputs": writer.outputs}))
     return str(path), counts
-
-
-def training_plan(sft: pl.DataFrame, pretrain: pl.DataFrame | None, cfg: PipelineConfig) -> Plan:
-    """Per-stage sequence budgets and GPU fit from the token counts of what is published."""
-    lengths = {
-        f"tier_{tier}": sft.filter(pl.col("tier") == tier)["n_tokens"] for tier in ("A", "B", "C")
-    }
-    lengths["pretrain"] = (
-        pretrain["n_tokens"] if pretrain is not None else pl.Series("n_tokens", [], pl.Int32)
-    )
-    return plan_stages(lengths, cfg.plan)
 
 
 def _empty_sft() -> pl.DataFrame:

@@ -226,3 +226,15 @@ def plan_table_rows(plan: Plan) -> list[dict[str, object]]:
                 }
             )
     return rows
+
+
+def plan_snapshot(sft: pl.DataFrame, pretrain: pl.DataFrame | None, cfg: PlanConfig) -> Plan:
+    """The plan for what a snapshot publishes: SFT rows by tier (`tier`, `n_tokens`) and the
+    pretraining chunks (`n_tokens`), absent corpora as empty."""
+    lengths = {
+        f"tier_{tier}": sft.filter(pl.col("tier") == tier)["n_tokens"] for tier in ("A", "B", "C")
+    }
+    lengths["pretrain"] = (
+        pretrain["n_tokens"] if pretrain is not None else pl.Series("n_tokens", [], pl.Int32)
+    )
+    return plan_stages(lengths, cfg)

@@ -120,3 +120,15 @@ def test_config_errors() -> None:
         PlanConfig(headroom=0.05)
     with pytest.raises(ValueError, match="tier_A"):
         plan_stages({"pretrain": pl.Series([10])}, PlanConfig())
+
+
+def test_plan_snapshot_covers_every_tier_and_pretrain_even_when_empty():
+    from pipeline.plan import plan_snapshot
+
+    sft = pl.DataFrame(
+        {"tier": ["A", "A", "C"], "n_tokens": [300, 500, 120]},
+        schema={"tier": pl.String, "n_tokens": pl.Int32},
+    )
+    plan = plan_snapshot(sft, None, PlanConfig())
+    rows = {s.corpus: s.stats.rows for s in plan.stages}
+    assert rows == {"pretrain": 0, "tier_A": 2, "tier_B": 0, "tier_C": 1}
