@@ -111,8 +111,12 @@ def ingest_file(key: str, path: str, root: str, work: str, cfg: PipelineConfig) 
 
 
 @cached("normalize-file")
-def normalize_file(key: str, ingested: StageOutput, work: str, cfg: PipelineConfig) -> StageOutput:
-    return _stage(normalize(load_kept([ingested]), cfg.normalize), "normalize", work, key)
+def normalize_file(
+    key: str, ingested: StageOutput, names: list[str], work: str, cfg: PipelineConfig
+) -> StageOutput:
+    """`names`: technician names of every file in this run, redacted in this file's text too."""
+    result = normalize(load_kept([ingested]), cfg.normalize, names)
+    return _stage(result, "normalize", work, key)
 
 
 @cached("filter-file")
@@ -200,20 +204,24 @@ def run_workorders(
     shas = dict(zip(current["path"], current["sha256"], strict=True))
     options = {"result_storage": out.resolve() / "state" / "task-results"}
     filtered: list[StageOutput] = []
+    ingested = {}
     for path in todo.to_process:
         k_ingest = task_key("ingest", path, shas[path], *base)
-        ingested = ingest_file.with_options(**options)(
+        ingested[k_ingest] = ingest_file.with_options(**options)(
             k_ingest, str(rel[path]), str(root), str(work), cfg
         )
+    names = _technicians(list(ingested.values()))
+    for k_ingest, ingest_out in ingested.items():
+        k_norm = task_key("normalize", k_ingest, *names)
         normalized = normalize_file.with_options(**options)(
-            task_key("normalize", k_ingest), ingested, str(work), cfg
+            k_norm, ingest_out, names, str(work), cfg
         )
         kept = filter_file.with_options(**options)(
-            task_key("filter", k_ingest), normalized, str(work), cfg
+            task_key("filter", k_norm), normalized, str(work), cfg
         )
         run.ledger_keys.append(k_ingest)
         filtered.append(kept)
-        run.stage_outputs += [ingested, normalized, kept]
+        run.stage_outputs += [ingest_out, normalized, kept]
     if not filtered:
         return run
     index_path = state / "dedup_index.parquet" if state else None
@@ -234,6 +242,14 @@ def run_workorders(
     run.index_keys.append(k_dedup)
     run.stage_outputs += [deduped, structured, tiered]
     return run
+
+
+def _technicians(ingested: list[StageOutput]) -> list[str]:
+    """Distinct technician values of the files ingested in this run, sorted."""
+    values = pl.concat([pl.read_parquet(o.kept, columns=["technician"]) for o in ingested])[
+        "technician"
+    ]
+    return sorted(values.drop_nulls().unique().to_list())
 
 
 def _carried_index(index_path: Path, unchanged: list[str], work: Path) -> Path:

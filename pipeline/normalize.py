@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 
 import ftfy
 import polars as pl
@@ -548,10 +549,14 @@ def _in_context(family: str) -> pl.Expr:
 # --- the stage ------------------------------------------------------------------------------
 
 
-def normalize(df: pl.DataFrame, cfg: NormalizeConfig) -> StageResult:
+def normalize(
+    df: pl.DataFrame, cfg: NormalizeConfig, other_names: Iterable[str] = ()
+) -> StageResult:
     """Repair, canonicalize and redact work orders; every row is kept.
 
     Adds the NORMALIZED_EXTRA columns: language, alarm_codes, pii_redactions, repairs.
+    Person names come from the frame's name columns and `other_names` (the name columns of
+    the other files in the same run), and are redacted wherever they appear in the text.
     """
     missing = [c for c in INGESTED_SCHEMA if c not in df.columns]
     if missing:
@@ -574,7 +579,10 @@ def normalize(df: pl.DataFrame, cfg: NormalizeConfig) -> StageResult:
     unrecoverable = pl.any_horizontal([is_unrecoverable(pl.col(f)) for f in fields])
 
     names = known_names(
-        (v for f in NAME_FIELDS for v in repaired.get_column(f).unique().to_list()), cfg
+        chain(
+            (v for f in NAME_FIELDS for v in repaired.get_column(f).unique().to_list()), other_names
+        ),
+        cfg,
     )
     text = pl.concat_str([pl.col(f) for f in TEXT_FIELDS], separator="\n", ignore_nulls=True)
     placeholders = pl.sum_horizontal([count_placeholders(pl.col(f)) for f in TEXT_FIELDS])

@@ -156,3 +156,20 @@ def test_funnel_and_plan_published_as_prefect_artifacts(two_runs):
     funnel = next(a for a in artifacts if a.key == "clean-workorders-funnel")
     assert "| workorder/filter |" in funnel.data
     assert "Samples per tier" in funnel.data
+
+
+def test_technician_of_one_file_is_redacted_in_another_file(prefect_server, tmp_path):
+    header = "工单号,设备编号,故障现象,原因分析,处理措施,维修人员,备注\n"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text(
+        header + "A-1,VMC-01,主轴异响,轴承磨损,更换主轴轴承,王建国,\n", encoding="utf-8"
+    )
+    (tmp_path / "in" / "b.csv").write_text(
+        header + "B-1,VMC-02,X轴报警SV0401,伺服放大器故障,王建国更换放大器后试机正常,李强,\n",
+        encoding="utf-8",
+    )
+    snapshot = Path(clean_workorders(input=str(tmp_path / "in"), out=str(tmp_path / "out")))
+    kept = pl.read_parquet(snapshot / "sft")
+    assert kept.height == 2
+    text = json.dumps(kept.drop("record_id").to_dicts(), ensure_ascii=False, default=str)
+    assert "王建国" not in text and "李强" not in text
