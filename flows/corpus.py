@@ -246,10 +246,10 @@ def run_workorders(
 
 def _technicians(ingested: list[StageOutput]) -> list[str]:
     """Distinct technician values of the files ingested in this run, sorted."""
-    values = pl.concat([pl.read_parquet(o.kept, columns=["technician"]) for o in ingested])[
-        "technician"
-    ]
-    return sorted(values.drop_nulls().unique().to_list())
+    frames = [pl.read_parquet(o.kept, columns=["technician"]) for o in ingested]
+    if not frames:
+        return []
+    return sorted(pl.concat(frames)["technician"].drop_nulls().unique().to_list())
 
 
 def _carried_index(index_path: Path, unchanged: list[str], work: Path) -> Path:
