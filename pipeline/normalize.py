@@ -16,6 +16,7 @@ from itertools import chain
 import ftfy
 import polars as pl
 
+from pipeline.regex import ASCII_BOUNDARY
 from pipeline.stage import StageResult, empty_rejects, stage_result
 from schemas.normalize import NormalizeConfig
 from schemas.records import (
@@ -26,7 +27,7 @@ from schemas.records import (
     WORKORDER_FIELDS,
 )
 
-B = r"(?-u:\b)"  # ASCII word boundary
+B = ASCII_BOUNDARY
 
 # --- mojibake -------------------------------------------------------------------------------
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipeline.regex import ascii_boundaries
 from pipeline.stage import StageResult, make_rejects, stage_result
-from pipeline.structure import ascii_boundaries, record_language, word_alternation
+from pipeline.structure import record_language, word_alternation
 from schemas.records import PARTS
 from schemas.samples import TierConfig
 
