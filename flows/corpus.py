@@ -27,6 +27,7 @@ from flows.stage_files import load_kept, load_rejects, save_stage
 from flows.versioning import code_version
 from pipeline.dedup import dedup
 from pipeline.filters import apply_filters
+from pipeline.ingest.files import relative_path
 from pipeline.ingest.workorders import discover_files, read_workorder_file
 from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, file_counts, funnel, plan_refresh
 from pipeline.locking import corpus_lock
@@ -71,20 +72,21 @@ def _stage(result: StageResult, stage: str, work: str, key: str) -> StageOutput:
 def ledger_row(
     path: str,
     kind: str,
-    data_path: Path,
+    size: int,
+    sha256: str,
     encoding: str,
     rows: int,
     skipped: int = 0,
     lines: int | None = None,
 ) -> pl.DataFrame:
-    data = data_path.read_bytes()
+    """The ledger entry of one input file."""
     return pl.DataFrame(
         [
             {
                 "path": path,
                 "source_kind": kind,
-                "bytes": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": size,
+                "sha256": sha256,
                 "encoding": encoding,
                 "rows": rows,
                 "skipped_lines": skipped,
@@ -104,9 +106,8 @@ def render(df: pl.DataFrame, cfg: PipelineConfig) -> pl.DataFrame:
 def ingest_file(key: str, path: str, root: str, work: str, cfg: PipelineConfig) -> StageOutput:
     read = read_workorder_file(Path(path), Path(root), cfg.ingest)
     out = _stage(read.result, "ingest", work, key)
-    ledger_row(read.path, "workorder", Path(path), read.encoding, read.rows).write_parquet(
-        Path(work) / key / "ledger.parquet"
-    )
+    row = ledger_row(read.path, "workorder", read.bytes, read.sha256, read.encoding, read.rows)
+    row.write_parquet(Path(work) / key / "ledger.parquet")
     return out
 
 
@@ -171,7 +172,7 @@ def run_workorders(
     """Plan the refresh of the work orders under `folder` and run the stages that must run."""
     logger = get_run_logger()
     files = discover_files(folder, cfg.ingest) if folder is not None else []
-    rel = {(p.name if root.is_file() else p.relative_to(root).as_posix()): p for p in files}
+    rel = {relative_path(p, root): p for p in files}
     current = pl.DataFrame(
         {"path": list(rel), "sha256": [_sha256(p) for p in rel.values()]},
         schema={"path": pl.String, "sha256": pl.String},

@@ -8,6 +8,7 @@ already describes is that work order's sample) -> tiers, messages and tokens.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from pipeline.incident_samples import incident_samples
 from pipeline.incidents import drop_described_incidents, incident_funnel
 from pipeline.ingest.alarm_logs import alarm_log_files, read_alarm_log
 from pipeline.ingest.encoding import detect_encoding
+from pipeline.ingest.files import relative_path
 from pipeline.ingest.manuals import chunk_sections, manual_files, read_manual
 from pipeline.ledger import file_counts
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
@@ -31,14 +33,6 @@ from pipeline.tiers import assign_tiers
 from pipeline.tokens import count_tokens
 from schemas.config import PipelineConfig
 from schemas.manifest import SideOutputs
-
-
-def _rel(path: Path, root: Path) -> str:
-    return path.name if root.is_file() else path.relative_to(root).as_posix()
-
-
-def _encoding(path: Path) -> str:
-    return "binary" if path.suffix.lower() == ".pdf" else detect_encoding(path.read_bytes(), path)
 
 
 def _concat(frames: list[pl.DataFrame], empty: pl.DataFrame) -> pl.DataFrame:
@@ -76,10 +70,10 @@ def parse_incrementally(
     reusable = old_kept is not None and old_rejected is not None and old_ledger is not None
     kept, rejected, ledger, processed, carried = [], [], [], [], []
     for path, source in files:
-        rel = _rel(path, root)
-        row = ledger_row(rel, kind, path, _encoding(path), rows=0)
+        rel, data = relative_path(path, root), path.read_bytes()
+        sha256 = hashlib.sha256(data).hexdigest()
         old = (
-            old_ledger.filter((pl.col("path") == rel) & (pl.col("sha256") == row["sha256"][0]))
+            old_ledger.filter((pl.col("path") == rel) & (pl.col("sha256") == sha256))
             if reusable
             else None
         )
@@ -92,11 +86,17 @@ def parse_incrementally(
         result = parse(path, source, root)
         kept.append(result.kept)
         rejected.append(result.rejected)
+        encoding = "binary" if path.suffix.lower() == ".pdf" else detect_encoding(data, path)
         ledger.append(
-            row.with_columns(
-                rows=pl.lit(result.counters["read"], pl.Int64),
-                skipped_lines=pl.lit(result.counters.get("skipped_non_alarm", 0), pl.Int64),
-                lines=pl.lit(result.counters["lines_total"], pl.Int64),
+            ledger_row(
+                rel,
+                kind,
+                len(data),
+                sha256,
+                encoding,
+                rows=result.counters["read"],
+                skipped=result.counters.get("skipped_non_alarm", 0),
+                lines=result.counters["lines_total"],
             )
         )
         processed.append(rel)

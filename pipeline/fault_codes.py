@@ -23,6 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.ingest.encoding import read_text
+from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
 from schemas.manuals import FAULT_CODE_SCHEMA, ManualsConfig, VendorTableSource
@@ -268,7 +269,7 @@ def read_vendor_table(
     `source_row` is the 1-based entry index (JSON) or the physical line (CSV, header = 1).
     """
     path = Path(path)
-    rel = path.relative_to(root).as_posix() if root is not None else path.name
+    rel = relative_path(path, root)
     text, _ = read_text(path, source.encoding)
     if source.format == "json":
         data = json.loads(text)

@@ -35,20 +35,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-FIELDS: tuple[str, ...] = (
-    "order_id",
-    "asset",
-    "machine_model",
-    "reported_at",
-    "symptom",
-    "cause",
-    "action",
-    "prevention",
-    "technician",
-    "status",
-    "remarks",
-)
-TEXT_FIELDS: tuple[str, ...] = ("symptom", "cause", "action", "prevention", "remarks")
+from schemas.records import WORKORDER_FIELDS
+
+FIELDS = WORKORDER_FIELDS
 MIN_CHARS = 80
 MAX_CHARS = 600
 CLUSTER_SHARE = 0.30

@@ -25,6 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.ingest.encoding import read_text
+from pipeline.ingest.files import claimed_files, relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogsConfig, AlarmLogSource
@@ -209,7 +210,7 @@ def read_alarm_log(
 ) -> StageResult:
     """Read one alarm-log file into events (ALARM_EVENT_SCHEMA) and line-level rejects."""
     path = Path(path)
-    rel = path.relative_to(root).as_posix() if root is not None else path.name
+    rel = relative_path(path, root)
     machine = machine_for(path, source)
     family = source.code_family()
     text, _ = read_text(path, source.encoding)
@@ -268,13 +269,7 @@ def read_alarm_log(
 
 def alarm_log_files(root: str | Path, cfg: AlarmLogsConfig) -> list[tuple[Path, AlarmLogSource]]:
     """Files under `root` that a source of `cfg` claims (first matching source wins), sorted."""
-    root = Path(root)
-    claimed: dict[Path, AlarmLogSource] = {}
-    for source in cfg.sources:
-        for path in sorted(root.glob(source.pattern)):
-            if path.is_file():
-                claimed.setdefault(path, source)
-    return sorted(claimed.items(), key=lambda item: item[0].as_posix())
+    return claimed_files(root, cfg.sources)
 
 
 def read_alarm_logs(root: str | Path, cfg: AlarmLogsConfig | None = None) -> StageResult:

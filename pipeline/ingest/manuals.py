@@ -24,6 +24,7 @@ import pypdf
 import xxhash
 
 from pipeline.ingest.encoding import read_text
+from pipeline.ingest.files import claimed_files, relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
 from schemas.manuals import (
@@ -156,7 +157,7 @@ def read_manual(
 ) -> StageResult:
     """One manual → sections (MANUAL_SECTION_SCHEMA); textless PDF pages are rejected."""
     path = Path(path)
-    rel = path.relative_to(root).as_posix() if root is not None else path.name
+    rel = relative_path(path, root)
     empty_pages: list[int] = []
     outline: dict[str, int] = {}
     n_pages = 0
@@ -218,13 +219,7 @@ def read_manual(
 
 def manual_files(root: str | Path, cfg: ManualsConfig) -> list[tuple[Path, ManualSource]]:
     """Files under `root` that a source of `cfg` claims (first matching source wins), sorted."""
-    root = Path(root)
-    claimed: dict[Path, ManualSource] = {}
-    for source in cfg.sources:
-        for path in sorted(root.glob(source.pattern)):
-            if path.is_file():
-                claimed.setdefault(path, source)
-    return sorted(claimed.items(), key=lambda item: item[0].as_posix())
+    return claimed_files(root, cfg.sources)
 
 
 def read_manuals(root: str | Path, cfg: ManualsConfig | None = None) -> StageResult:

@@ -22,6 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.ingest.encoding import EncodingError, detect_encoding
+from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.ingest.xlsx_merges import fill_merged, merged_ranges
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
@@ -58,9 +59,7 @@ def discover_files(root: Path, cfg: IngestConfig) -> list[Path]:
         raise IngestError(f"{root}: input path does not exist")
     found = {p for pattern in cfg.include for p in root.glob(pattern) if p.is_file()}
     return sorted(
-        p
-        for p in found
-        if not any(fnmatch.fnmatch(p.relative_to(root).as_posix(), x) for x in cfg.exclude)
+        p for p in found if not any(fnmatch.fnmatch(relative_path(p, root), x) for x in cfg.exclude)
     )
 
 
@@ -76,7 +75,7 @@ def source_for(rel_path: str, cfg: IngestConfig) -> SourceMapping:
 
 def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
     """Read one export. Raises IngestError for a file that cannot be read at all."""
-    rel = path.name if root.is_file() else path.relative_to(root).as_posix()
+    rel = relative_path(path, root)
     source = source_for(rel, cfg)
     try:
         data = path.read_bytes()

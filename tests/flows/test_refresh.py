@@ -18,21 +18,8 @@ import pytest
 from flows.clean_workorders import clean_workorders
 from pipeline.ingest.workorders import read_workorder_file
 from pipeline.locking import CorpusBusyError, corpus_lock
+from sample_data.make_samples import EN_HEADER
 from schemas.ingest import IngestConfig
-
-EN_HEADER = [
-    "Order No",
-    "Asset",
-    "Machine Model",
-    "Reported At",
-    "Problem Description",
-    "Cause",
-    "Corrective Action",
-    "Preventive Action",
-    "Technician",
-    "Status",
-    "Remarks",
-]
 
 
 def manifest(snapshot: Path) -> dict:

@@ -18,12 +18,11 @@ from sample_data.generate import (
     HEADERS,
     MAX_CHARS,
     MIN_CHARS,
-    TEXT_FIELDS,
     generate,
     ground_truth,
     write_corpus,
 )
-from schemas.records import WORKORDER_FIELDS
+from schemas.records import TEXT_FIELDS, WORKORDER_FIELDS
 
 SAMPLES = Path(make_samples.__file__).parent / "workorders"
 

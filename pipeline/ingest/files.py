@@ -1,0 +1,33 @@
+"""Which input files a source claims, and the relative path that names them in lineage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+
+class _Claims(Protocol):
+    pattern: str
+
+
+S = TypeVar("S", bound=_Claims)
+
+
+def relative_path(path: str | Path, root: str | Path | None) -> str:
+    """`path` relative to the input root, as lineage names it (the file name when the root
+    is the file itself or not given)."""
+    path = Path(path)
+    if root is None or Path(root).is_file():
+        return path.name
+    return path.relative_to(root).as_posix()
+
+
+def claimed_files(root: str | Path, sources: list[S]) -> list[tuple[Path, S]]:
+    """Files under `root` that a source claims by its glob `pattern` (first match wins), sorted."""
+    root = Path(root)
+    claimed: dict[Path, S] = {}
+    for source in sources:
+        for path in sorted(root.glob(source.pattern)):
+            if path.is_file():
+                claimed.setdefault(path, source)
+    return sorted(claimed.items(), key=lambda item: item[0].as_posix())
