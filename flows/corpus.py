@@ -317,7 +317,11 @@ def publish_task(
     counts_long = pl.concat(
         [previous_state("counts", COUNTS_SCHEMA, "source_file")]
         + [
-            file_counts(s.stage, pl.read_parquet(s.kept), pl.read_parquet(s.rejected))
+            file_counts(
+                s.stage,
+                pl.read_parquet(s.kept, columns=["source_kind", "source_file"]),
+                pl.read_parquet(s.rejected, columns=["source_kind", "source_file", "reason"]),
+            )
             for s in run.stage_outputs
         ]
         + [pl.read_parquet(p) for p in side.counts]
@@ -439,7 +443,7 @@ def report_run(
     side: SideOutputs,
 ) -> None:
     """Log the funnel and publish it (and the training plan) as Prefect artifacts."""
-    tiers = pl.read_parquet(snapshot / "sft").group_by("tier").len().sort("tier")
+    tiers = pl.read_parquet(snapshot / "sft", columns=["tier"]).group_by("tier").len().sort("tier")
     dedup_removed = {
         reason: n
         for reason, n in counts.by_reason.items()
