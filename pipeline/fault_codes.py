@@ -26,6 +26,8 @@ from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
+from pipeline.text.alarm_codes import canonical_code
+from pipeline.text.language import detect_language
 from schemas.manuals import FAULT_CODE_SCHEMA, ManualsConfig, VendorTableSource
 
 STAGE = "fault_codes"
@@ -65,7 +67,6 @@ _LABEL_FIELD = {
     "action": "remedy",
     "预防": "prevention", "预防措施": "prevention", "prevention": "prevention",
 }  # fmt: skip
-_CJK = r"[\u3400-\u9fff]"
 
 
 def _header_key(cell: str) -> str | None:
@@ -154,17 +155,6 @@ def _items(expr: pl.Expr) -> pl.Expr:
     )
 
 
-def _canonical(family: pl.Expr, code: pl.Expr) -> pl.Expr:
-    code = code.str.replace_all(r"\s", "").str.to_uppercase()
-    letters = code.str.extract(r"^([A-Z]{2})\d+$")
-    code = (
-        pl.when(letters.is_not_null())
-        .then(pl.concat_str(letters, code.str.slice(2).str.zfill(4)))
-        .otherwise(code)
-    )
-    return pl.concat_str(family.fill_null("UNKNOWN"), pl.lit(":"), code)
-
-
 def _finish(raw: pl.DataFrame, source_kind: str) -> StageResult:
     """Common tail: canonical codes, lists, language, lineage; reject empty rows."""
     for col in ("code", "message", "cause", "remedy", "prevention"):
@@ -183,13 +173,11 @@ def _finish(raw: pl.DataFrame, source_kind: str) -> StageResult:
         ),
         source_kind=pl.lit(source_kind),
         code=pl.when(pl.col("code").str.strip_chars() != "").then(
-            _canonical(pl.col("family"), pl.col("code").cast(pl.String))
+            canonical_code(pl.col("family"), pl.col("code").cast(pl.String))
         ),
         causes=_items(pl.col("cause")).fill_null([]),
         remedies=_items(pl.col("remedy")).fill_null([]),
-        language=pl.coalesce(
-            "language", pl.when(text.str.contains(_CJK)).then(pl.lit("zh")).otherwise(pl.lit("en"))
-        ),
+        language=pl.coalesce("language", detect_language(text)),
     )
     no_code = pl.col("code").is_null()
     no_content = (

@@ -14,10 +14,10 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.stage import StageResult, make_rejects, stage_result
+from pipeline.text.language import detect_language
 from schemas.records import LINEAGE_SCHEMA, PARTS
 
 STAGE = "incident_samples"
-_CJK = r"[\u3400-\u9fff]"
 
 
 def _span(zh: bool) -> pl.Expr:
@@ -45,9 +45,7 @@ def incident_samples(incidents: pl.DataFrame, knowledge_base: pl.DataFrame) -> S
     """Join incidents (INCIDENT_SCHEMA) with the knowledge base (FAULT_CODE_SCHEMA)."""
     zh = pl.col("language") == "zh"
     base = incidents.with_columns(
-        language=pl.when(pl.col("messages").list.join(" ").str.contains(_CJK))
-        .then(pl.lit("zh"))
-        .otherwise(pl.lit("en")),
+        language=detect_language(pl.col("messages").list.join(" ")),
     ).with_row_index("_i")
     per_code = (
         base.select("_i", "language", pl.col("alarm_codes").alias("code"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.structure import record_language
+from pipeline.text.language import record_language
 from schemas.records import PARTS
 from schemas.samples import Localized, MessagesConfig
 

@@ -14,6 +14,7 @@ import polars as pl
 
 from pipeline.regex import ASCII_BOUNDARY, any_of, ascii_boundaries
 from pipeline.stage import StageResult, make_rejects, stage_result
+from pipeline.text.language import record_language
 from schemas.records import PARTS
 from schemas.samples import PART_ORIGIN_DTYPE, StructureConfig
 
@@ -99,22 +100,6 @@ def _struct_part(struct_col: str, groups: list[str]) -> tuple[pl.Expr, pl.Expr]:
         .str.replace_all(r"\s+", " ")
     )
     return idx, word
-
-
-def record_language(df: pl.DataFrame, text_cols: list[str]) -> pl.Expr:
-    """The record's language column, or "zh" when its text has Han characters, else "en"."""
-    detected = (
-        pl.when(
-            pl.concat_str(
-                [pl.col(c) for c in text_cols], separator=" ", ignore_nulls=True
-            ).str.contains(r"\p{Han}")
-        )
-        .then(pl.lit("zh"))
-        .otherwise(pl.lit("en"))
-    )
-    if "language" in df.columns:
-        return pl.col("language").fill_null(detected)
-    return detected
 
 
 def _text_columns(df: pl.DataFrame, cfg: StructureConfig) -> list[tuple[str, int]]:

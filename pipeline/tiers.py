@@ -12,7 +12,8 @@ import polars as pl
 
 from pipeline.regex import ascii_boundaries
 from pipeline.stage import StageResult, make_rejects, stage_result
-from pipeline.structure import record_language, word_alternation
+from pipeline.structure import word_alternation
+from pipeline.text.language import record_language
 from schemas.records import PARTS
 from schemas.samples import TierConfig
 

@@ -28,6 +28,7 @@ from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import claimed_files, relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
+from pipeline.text.alarm_codes import code_body
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogsConfig, AlarmLogSource
 
 STAGE = "ingest_alarm_logs"
@@ -85,13 +86,7 @@ def _iso(date: pl.Expr, time: pl.Expr) -> pl.Expr:
 
 def _parse_fanuc(lines: pl.DataFrame, family: str) -> pl.DataFrame:
     g = pl.col("_g")
-    code = g.struct.field("code").str.replace_all(r"\s", "").str.to_uppercase()
-    letters = code.str.extract(r"^([A-Z]{2})\d+$")
-    code = (
-        pl.when(letters.is_not_null())
-        .then(pl.concat_str(letters, code.str.slice(2).str.zfill(4)))
-        .otherwise(code)
-    )
+    code = code_body(g.struct.field("code"))
     return lines.with_columns(_g=pl.col("raw").str.extract_groups(_FANUC)).select(
         "source_row",
         "raw",

@@ -1,13 +1,11 @@
 import polars as pl
 import pytest
 
-from pipeline.normalize import (
-    detect_language,
-    extract_alarm_codes,
-    normalize,
-    redact_pii,
-    repair_text,
-)
+from pipeline.normalize import normalize
+from pipeline.text.alarm_codes import extract_alarm_codes
+from pipeline.text.language import detect_language
+from pipeline.text.mojibake import repair_text
+from pipeline.text.pii import redact_pii
 from schemas.normalize import NormalizeConfig
 from schemas.records import INGESTED_SCHEMA, NORMALIZED_EXTRA
 

@@ -1,0 +1,1 @@
+"""Text helpers shared by every source kind: one of each (mojibake, language, PII, alarm codes)."""

@@ -1,0 +1,233 @@
+"""Alarm codes: the canonical form `FAMILY:CODE`, and codes found in free text.
+
+`canonical_code` is the one canonicalizer for codes read from a code column (alarm logs, fault
+tables); `extract_alarm_codes` finds them in text (work orders). Both give FANUC:SV0401 for
+"SV401", "sv 0401" and "SV0401".
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.regex import ASCII_BOUNDARY
+from pipeline.text.pii import CN_ID, EMAIL, PHONES
+from schemas.normalize import NormalizeConfig
+
+B = ASCII_BOUNDARY
+
+FAMILIES = ("FANUC", "SINUMERIK", "MITSUBISHI", "HEIDENHAIN", "HAAS")
+_FAMILY_PATTERNS = {
+    "FANUC": rf"fanuc|发那科|法那科|{B}(?:0i|1[68]i|2[01]i|3[0-5]i)",
+    "SINUMERIK": rf"sinumerik|siemens|西门子|{B}8[0-4]\dD{B}",
+    "MITSUBISHI": rf"mitsubishi|三菱|meldas|{B}M[78]\d{{1,2}}[A-Z]?{B}",
+    "HEIDENHAIN": rf"heidenhain|海德汉|{B}i?TNC",
+    "HAAS": rf"haas|哈斯|{B}VF-?\d",
+}
+_BRAND_MENTION = "(?i)" + "|".join(_FAMILY_PATTERNS.values())
+
+
+def family_of(model: pl.Expr) -> pl.Expr:
+    """FANUC/SINUMERIK/MITSUBISHI/HEIDENHAIN/HAAS from a machine model or brand mention
+    ("SINUMERIK 828D", "发那科 0i-MF", "Haas VF-2"); null when none is named."""
+    out = pl.lit(None, dtype=pl.String)
+    for family in reversed(FAMILIES):
+        out = (
+            pl.when(model.str.contains(f"(?i){_FAMILY_PATTERNS[family]}"))
+            .then(pl.lit(family))
+            .otherwise(out)
+        )
+    return out
+
+
+def _hint_family(hint: pl.Expr) -> pl.Expr:
+    """A known family from a hint, or the hint itself when it is already a family token."""
+    token = hint.str.strip_chars().str.to_uppercase()
+    verbatim = pl.when(token.str.contains(r"^[A-Z][A-Z0-9_/]*$")).then(token)
+    return pl.coalesce(family_of(hint), verbatim)
+
+
+_FANUC_PREFIXES = "SV|PS|OT|SP|OH|SR|SW|IO|PW|BG|DS|IE|EX"
+_ALARM_CUES = (
+    rf"报警号|报警代码|报警码|报警编号|报警|报错|告警|警报|故障码|故障代码|错误码|错误代码|错误号|"
+    rf"{B}(?i:alarm|alm|error|err|fault)(?:\s*(?i:no\.?|nr\.?|number|code|#))?"
+)
+# Heidenhain codes with a hex letter after an error cue: "报错8B40", "error 8B40-0001" (digit-only
+# ones are cued numbers, matched first).
+_HEIDENHAIN_SHORT = rf"(?:报错|{B}(?i:error|err))\s*[:：]?\s*[0-9A-F]{{4}}(?:-[0-9A-F]{{4}})?{B}"
+_HEIDENHAIN_SHORT_FULL = r"^(?:报错|(?i:error|err))\s*[:：]?\s*([0-9A-F]{4}(?:-[0-9A-F]{4})?)$"
+_LIST_SEP = r"\s*(?:[、,，/;；&]|和|及|以及|(?i:and|or))\s*"
+# A hyphenated number stays whole (8040-0001): only a family that uses that shape keeps it.
+_CUED_NUMBERS = rf"(?:{_ALARM_CUES})[\s:：#=]*\d+(?:-\d+)*{B}(?:{_LIST_SEP}\d+(?:-\d+)*{B})*"
+_ALARM_TOKENS = "|".join(
+    (
+        rf"{B}(?:{_FANUC_PREFIXES})[ -]?\d+{B}",
+        rf"{B}[SMYZPLTU]\d{{2}}(?:[ -]?[0-9A-F]{{4}})?{B}",  # Mitsubishi S01 0052, Z70
+        rf"{B}[0-9A-F]{{4}}-[0-9A-F]{{4}}(?:-[0-9A-Za-z]+)*{B}",  # Heidenhain 8B40-0001
+        _CUED_NUMBERS,
+        _HEIDENHAIN_SHORT,  # after the cued numbers: "error 1234" stays a bare number
+    )
+)
+_FANUC_FULL = rf"^({_FANUC_PREFIXES})[ -]?(\d{{3,4}})$"
+_MITSUBISHI_FULL = r"^([SMYZPLTU]\d{2})[ -]?([0-9A-F]{4})$|^([SYZ]\d{2})$"
+_HEIDENHAIN_FULL = r"^[0-9A-F]{4}-[0-9A-F]{4}$"
+
+# "Alarm No. 414", "ALM #108": rewritten to a plain cue first, so the No./# rules below keep it.
+_NUMBERED_CUE = rf"{B}(?i:alarm|alm)\s*(?:(?i:no\.?|nr\.?|number)\s*[:：]?|[:：]?\s*#)\s*"
+# Text that holds numbers which are not alarm codes: replaced by a marker (\x1f) that no code
+# or cue pattern crosses, so blanking never joins a cue word to a later number.
+_NOT_CODES = "|".join(
+    (
+        EMAIL,
+        CN_ID,
+        *PHONES,
+        # parameters, machine data, macro variables
+        r"(?i:参数号?|parameter|param\.?|par\.|prm|机床数据|设定数据)\s*(?:no\.?|#|号)?\s*[:：=]?\s*"
+        rf"\d+(?:\.\d+)?(?:{_LIST_SEP}\d+(?:\.\d+)?)*",
+        r"\d+\s*号?参数",
+        rf"{B}(?i:no)\.\s*\d+",
+        rf"{B}(?:MD|SD)\s?\d{{4,5}}{B}",
+        r"\$[A-Z]{2}_[A-Z0-9_\[\],.]+",
+        rf"{B}[pr]\d{{3,5}}(?:\[\d+\])?{B}",
+        r"#\d+",
+        # dates and times
+        r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?",
+        r"\d{1,2}/\d{1,2}/\d{2,4}",
+        r"\d{1,2}月\d{1,2}日",
+        r"\d{1,2}:\d{2}(?::\d{2})?",
+        # part, order and serial numbers
+        r"(?i:物料编码|物料号|料号|零件号|备件号|订货号|图号|序列号|p/n|s/n|part\s*(?:no\.?|number|#)|"
+        r"order\s*(?:no\.?|number)|serial\s*(?:no\.?|number))\s*[:：#]?\s*[A-Za-z0-9][\w./#-]*",
+        r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+){2,}(?:#\w+)?",
+        # spindle speeds and quantities with a unit
+        rf"{B}S\d{{3,5}}{B}",
+        r"\d+(?:\.\d+)?\s*(?:rpm|RPM|r/min|min-1|转/分|转|mm/min|mm|μm|um|℃|°C|°|kW|KW|kg|Nm|N·m|"
+        rf"MPa|bar|Hz|小时|分钟|秒|天|次|个|件|台|元|%|(?:h|min|s){B})",
+    )
+)
+
+
+def _canonical_token() -> pl.Expr:
+    """One matched alarm token -> canonical code, or a marker whose family the row decides:
+    `?:414` (bare cued numbers, several space separated), `M?:S01-0052`, `H?:8B40-0001`."""
+    e = pl.element()
+    return (
+        pl.when(e.str.contains(_FANUC_FULL))
+        .then(
+            pl.lit("FANUC:")
+            + e.str.replace(_FANUC_FULL, "${1}")
+            + e.str.replace(_FANUC_FULL, "${2}").str.zfill(4)
+        )
+        .when(e.str.contains(_MITSUBISHI_FULL))
+        .then(pl.lit("M?:") + e.str.replace(_MITSUBISHI_FULL, "${1}-${2}${3}").str.strip_chars("-"))
+        .when(e.str.contains(_HEIDENHAIN_FULL))
+        .then(pl.lit("H?:") + e)
+        .when(e.str.extract(_HEIDENHAIN_SHORT_FULL, 1).str.contains("[A-F]").fill_null(False))
+        .then(pl.lit("H?:") + e.str.replace(_HEIDENHAIN_SHORT_FULL, "${1}"))
+        .when(e.str.contains(rf"^(?:{_ALARM_CUES})"))
+        .then(pl.lit("?:") + e.str.extract_all(r"\d+(?:-\d+)*").list.join(" ?:"))
+    )
+
+
+def _valid_code() -> pl.Expr:
+    """A resolved code of the right shape for its family; bare numbers: the digits the family
+    uses (FANUC/Haas 3-4, SINUMERIK 4-6, other families 3-6)."""
+    e = pl.element()
+    known = "|".join(
+        [
+            r"FANUC:(?:[A-Z]{2}\d{4}|\d{3,4})",
+            r"MITSUBISHI:(?:[A-Z]\d{2}(?:-[0-9A-F]{4})?|\d{3,4})",
+            r"HEIDENHAIN:(?:[0-9A-F]{4}(?:-[0-9A-F]{4})?|\d{3,6})",
+            r"SINUMERIK:\d{4,6}",
+            r"HAAS:\d{3,4}",
+        ]
+    )
+    generic = r"^[A-Z][A-Z0-9_/]*:\d{3,6}$"
+    is_known_family = e.str.contains(rf"^(?:{'|'.join(FAMILIES)}):")
+    return e.str.contains(rf"^(?:{known})$") | (~is_known_family & e.str.contains(generic))
+
+
+def extract_alarm_codes(
+    text: pl.Expr, family_hint: pl.Expr | None, cfg: NormalizeConfig
+) -> pl.Expr:
+    """list[str] of canonical `FAMILY:CODE`, unique, in order of mention, at most
+    `cfg.max_alarm_codes`.
+
+    Prefixed FANUC codes (SV0401, SV401 -> FANUC:SV0401) need no context. Bare numbers count
+    only after a cue word (报警/告警/alarm/ALM/Alarm No.) or in a list continuing one, and take
+    their family from `family_hint` (machine model such as "SINUMERIK 828D", or a family
+    name), else from a brand named in the text, else `ALARM`. Mitsubishi (S01 0052) and
+    Heidenhain (8B40-0001) shapes need that family in the hint or the text. Parameters,
+    machine data, dates, times, part numbers, phone/ID numbers and speeds are blanked first.
+    Run it on repaired text (`repair_text`): full-width codes are found after NFKC.
+    """
+    hint = pl.lit(None, dtype=pl.String) if family_hint is None else family_hint.cast(pl.String)
+    return pl.struct(text.cast(pl.String).alias("text"), hint.alias("hint")).map_batches(
+        lambda s: _alarm_codes_batch(s.struct.unnest(), cfg.max_alarm_codes),
+        return_dtype=pl.List(pl.String),
+        is_elementwise=True,
+    )
+
+
+# Without one of these in the raw text, the masked text holds no code either.
+_CANDIDATE = f"{_ALARM_TOKENS}|P/S"
+_NO_CODES = pl.lit([], dtype=pl.List(pl.String))
+
+
+def _alarm_codes_batch(frame: pl.DataFrame, cap: int) -> pl.Series:
+    """Codes for a frame of (text, hint); the work runs on the rows holding a candidate."""
+    frame = frame.with_row_index("_i")
+    codes = (
+        frame.filter(pl.col("text").str.contains(_CANDIDATE).fill_null(False))
+        .with_columns(
+            pl.col("text")
+            .str.replace_all(rf"{B}P/S\s?(\d)", "PS${1}")
+            .str.replace_all(_NUMBERED_CUE, "报警 ")
+            .str.replace_all(_NOT_CODES, "\x1f")
+            .str.extract_all(_ALARM_TOKENS)
+            .list.eval(_canonical_token())
+            .list.drop_nulls()
+            .list.join(" ")
+            .alias("_tokens"),
+            pl.coalesce(
+                _hint_family(pl.col("hint")),
+                family_of(pl.col("text").str.extract(f"({_BRAND_MENTION})", 1)),
+                pl.lit("ALARM"),
+            ).alias("_family"),
+        )
+        .select(
+            "_i",
+            pl.col("_tokens")
+            .str.replace_all("M?:", _in_context("MITSUBISHI"), literal=True)
+            .str.replace_all("H?:", _in_context("HEIDENHAIN"), literal=True)
+            .str.replace_all("?:", pl.col("_family") + pl.lit(":"), literal=True)
+            .str.split(" ")
+            .list.eval(pl.element().filter(_valid_code()))
+            .list.unique(maintain_order=True)
+            .list.head(cap)
+            .alias("codes"),
+        )
+    )
+    joined = frame.select("_i").join(codes, on="_i", how="left", maintain_order="left")
+    return joined.select(pl.col("codes").fill_null(_NO_CODES)).to_series()
+
+
+def _in_context(family: str) -> pl.Expr:
+    """Prefix for a family-shaped code: the family where the row is one, else a dropped one."""
+    return pl.when(pl.col("_family") == family).then(pl.lit(f"{family}:")).otherwise(pl.lit("-:"))
+
+
+def canonical_code(family: pl.Expr, code: pl.Expr) -> pl.Expr:
+    """`FAMILY:CODE` for a code read from a code column: spaces dropped, upper case, two-letter
+    FANUC-style prefixes padded to four digits (SV401 -> SV0401); `UNKNOWN` without a family."""
+    return pl.concat_str(family.fill_null("UNKNOWN"), pl.lit(":"), code_body(code))
+
+
+def code_body(code: pl.Expr) -> pl.Expr:
+    """The code part of `canonical_code` (no family)."""
+    code = code.str.replace_all(r"\s", "").str.to_uppercase()
+    letters = code.str.extract(r"^([A-Z]{2})\d+$")
+    return (
+        pl.when(letters.is_not_null())
+        .then(pl.concat_str(letters, code.str.slice(2).str.zfill(4)))
+        .otherwise(code)
+    )
