@@ -1,4 +1,4 @@
-"""The clean-workorders flow: work-order exports in, a published snapshot out (flows/corpus.py)."""
+"""The clean-workorders flow: work-order exports in, a published snapshot out."""
 
 from __future__ import annotations
 
@@ -6,20 +6,18 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.corpus import refresh
-from pipeline.ingest.workorders import discover_files
+from flows.tasks import prefect_runner, report_run
+from pipeline.funnels.refresh import Sources, refresh
 from schemas.config import load_config
 
 FLOW_NAME = "clean-workorders"
 
 
 @flow(name=FLOW_NAME, log_prints=True)
-def clean_workorders(
-    input: str = "sample_data/workorders", out: str = "out/workorders", config: str | None = None
-) -> str:
+def clean_workorders(input: str, out: str, config: str | None = None) -> str:
     """Clean the work-order exports under `input`; publish a snapshot under `out`."""
-    cfg = load_config(config)
     root = Path(input)
-    if not discover_files(root, cfg.ingest):
-        raise FileNotFoundError(f"{root}: no input files match {cfg.ingest.include}")
-    return refresh(FLOW_NAME, root, Path(out), cfg, workorders=root)
+    sources = Sources(root, workorders=root)
+    published = refresh(FLOW_NAME, sources, Path(out), load_config(config), prefect_runner)
+    report_run(FLOW_NAME, published)
+    return str(published.path)

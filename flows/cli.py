@@ -29,6 +29,19 @@ def _ensure_prefect_home() -> None:
     get_current_settings().home.mkdir(parents=True, exist_ok=True)
 
 
+def _check_paths(args: argparse.Namespace) -> None:
+    """The input paths exist and `--manuals` goes with the flow that reads it."""
+    if args.manuals and args.flow != "clean-fault-logs":
+        raise UsageError(f"--manuals is an option of clean-fault-logs, not of {args.flow}")
+    for flag, value in (("--input", args.input), ("--manuals", args.manuals)):
+        if value and not Path(value).exists():
+            raise FileNotFoundError(f"{flag} {value}: no such file or folder")
+
+
+class UsageError(ValueError):
+    """A command line that cannot run."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cnc-corpus", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -37,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--input", required=True, help="input folder or file")
     run.add_argument("--out", required=True, help="output root (snapshots/, LATEST, state/)")
     run.add_argument("--config", help="TOML or YAML configuration file")
+    run.add_argument(
+        "--manuals",
+        help="clean-fault-logs: manuals whose fault-code tables explain the incidents",
+    )
     served = sub.add_parser(
         "serve", help="serve the four flows as Prefect deployments (refresh-corpus nightly)"
     )
@@ -68,9 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             load_config(args.config)  # fail here, in one line, before Prefect starts
+            _check_paths(args)
             _ensure_prefect_home()
             flow = _load_flow(args.flow)
-            flow(input=args.input, out=args.out, config=args.config)
+            extra = {"manuals": args.manuals} if args.manuals else {}
+            flow(input=args.input, out=args.out, config=args.config, **extra)
         elif args.command == "serve":
             load_config(args.config)
             _ensure_prefect_home()
@@ -80,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             serve_all(
                 Path(args.input), Path(args.out), Path(args.config) if args.config else None, cron
             )
-    except (ConfigError, IngestError, EncodingError, FileNotFoundError) as exc:
+    except (ConfigError, IngestError, EncodingError, FileNotFoundError, UsageError) as exc:
         print(f"cnc-corpus: error: {exc}", file=sys.stderr)
         return 2
     return 0

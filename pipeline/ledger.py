@@ -47,6 +47,30 @@ class RefreshPlan:
         return sorted(self.new + self.changed)
 
 
+def ledger_row(
+    path: str,
+    kind: str,
+    size: int,
+    sha256: str,
+    encoding: str,
+    rows: int,
+    skipped: int = 0,
+    lines: int | None = None,
+) -> pl.DataFrame:
+    """The ledger entry of one input file."""
+    row = {
+        "path": path,
+        "source_kind": kind,
+        "bytes": size,
+        "sha256": sha256,
+        "encoding": encoding,
+        "rows": rows,
+        "skipped_lines": skipped,
+        "lines": lines,
+    }
+    return pl.DataFrame([row], schema=LEDGER_SCHEMA)
+
+
 def plan_refresh(current: pl.DataFrame, ledger: pl.DataFrame | None) -> RefreshPlan:
     """Classify `current` input files (path, sha256) against the previous ledger."""
     if ledger is None or ledger.height == 0:

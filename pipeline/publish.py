@@ -10,7 +10,6 @@ directory, which the next publish removes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -23,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.ingest.files import sha256_bytes
 from schemas.manifest import Manifest, OutputFile
 from schemas.publish import PublishConfig
 
@@ -125,7 +125,7 @@ class SnapshotWriter:
             path=path.relative_to(self.staging).as_posix(),
             rows=rows,
             bytes=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
+            sha256=sha256_bytes(data),
         )
         self.outputs.append(entry)
         return entry

@@ -1,22 +1,35 @@
-"""The stage contract: every stage returns what it kept, what it rejected and its counters."""
+"""The stage contract: a name, the columns it needs and adds, and
+`run(frame, config) -> StageResult(kept, rejected, counters)`.
+
+Stage functions stay plain functions over polars frames; a `Stage` names one for a funnel
+(`pipeline/funnels/`), which checks `needs` before running it.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
 
+from schemas.config import PipelineConfig
 from schemas.records import LINEAGE_SCHEMA, REJECT_SCHEMA
+
+
+class StageInputError(ValueError):
+    """A stage was handed a frame without a column it needs."""
 
 
 @dataclass(frozen=True)
 class StageResult:
-    """Output of one stage. `counters` holds `read`, `kept`, `rejected` and one entry per reason."""
+    """Output of one stage. `counters` holds `read`, `kept`, `rejected` and one entry per reason;
+    `state` holds side tables a later refresh needs (e.g. the dedup index)."""
 
     kept: pl.DataFrame
     rejected: pl.DataFrame
     counters: dict[str, int] = field(default_factory=dict)
+    state: dict[str, pl.DataFrame] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         read = self.counters.get("read")
@@ -71,3 +84,30 @@ def stage_result(
     counters.update({f"rejected_{r}": n for r, n in sorted(by_reason.items())})
     counters.update(extra)
     return StageResult(kept=kept, rejected=rejected, counters=counters)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a funnel: `fn(frame, config)` with the columns it needs and adds."""
+
+    name: str
+    needs: tuple[str, ...]
+    adds: tuple[str, ...]
+    fn: Callable[[pl.DataFrame, PipelineConfig], StageResult]
+
+    def run(self, frame: pl.DataFrame, config: PipelineConfig) -> StageResult:
+        missing = [c for c in self.needs if c not in frame.columns]
+        if missing:
+            raise StageInputError(f"stage {self.name}: input lacks column(s) {', '.join(missing)}")
+        return self.fn(frame, config)
+
+
+def run_stages(
+    stages: Sequence[Stage], frame: pl.DataFrame, config: PipelineConfig
+) -> dict[str, StageResult]:
+    """Run `stages` in order, each on the rows the previous one kept; results by stage name."""
+    results: dict[str, StageResult] = {}
+    for stage in stages:
+        results[stage.name] = stage.run(frame, config)
+        frame = results[stage.name].kept
+    return results

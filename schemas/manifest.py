@@ -106,9 +106,10 @@ class SideOutputs(BaseModel):
 
 
 class StageOutput(BaseModel):
-    """What a flow task hands to the next one: Parquet paths and counters, never frames."""
+    """What a funnel step hands to the next one: Parquet paths and counters, never frames."""
 
     stage: str
     kept: str
     rejected: str
     counters: dict[str, int]
+    state: dict[str, str] = {}  # side tables by name (ledger rows, dedup index), Parquet paths

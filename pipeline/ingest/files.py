@@ -1,7 +1,9 @@
-"""Which input files a source claims, and the relative path that names them in lineage."""
+"""Which input files a source claims, the relative path that names them in lineage, and the
+one content hash of a file."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -31,3 +33,17 @@ def claimed_files(root: str | Path, sources: list[S]) -> list[tuple[Path, S]]:
             if path.is_file():
                 claimed.setdefault(path, source)
     return sorted(claimed.items(), key=lambda item: item[0].as_posix())
+
+
+def sha256_bytes(data: bytes) -> str:
+    """The content hash that names a file in the ledger and the manifest."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | Path) -> str:
+    """`sha256_bytes` of a file's content, read a block at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import fnmatch
-import hashlib
 import io
 import json
 import re
@@ -22,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.ingest.encoding import EncodingError, detect_encoding
-from pipeline.ingest.files import relative_path
+from pipeline.ingest.files import relative_path, sha256_bytes
 from pipeline.ingest.lineage import record_ids
 from pipeline.ingest.xlsx_merges import fill_merged, merged_ranges
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
@@ -111,7 +110,7 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
         result=result,
         path=rel,
         bytes=len(data),
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=sha256_bytes(data),
         encoding=encoding,
         rows=records.height + rejected.height,
     )

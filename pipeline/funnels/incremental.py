@@ -1,0 +1,65 @@
+"""Incremental bookkeeping: which input files are new, changed, unchanged or removed since the
+snapshot LATEST names, and the rows of unchanged files carried over from its state.
+
+Only new or changed files are processed. Work orders carry their published samples, rejects
+and counts over; alarm logs and manuals carry their parsed rows (state) and rebuild the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.ingest.files import relative_path, sha256_file
+from pipeline.ledger import RefreshPlan, plan_refresh
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """The input files of one source kind by lineage path, their hashes, and what to do."""
+
+    kind: str
+    files: dict[str, Path]
+    sha256: dict[str, str]
+    refresh: RefreshPlan
+
+
+def plan_files(kind: str, files: list[Path], root: Path, state: Path | None) -> FilePlan:
+    """Compare `files` (lineage paths relative to `root`) with the ledger in `state`."""
+    rel = {relative_path(p, root): p for p in files}
+    shas = {path: sha256_file(p) for path, p in rel.items()}
+    current = pl.DataFrame(
+        {"path": list(shas), "sha256": list(shas.values())},
+        schema={"path": pl.String, "sha256": pl.String},
+    )
+    ledger = state_table(state, "ledger")
+    if ledger is not None:
+        ledger = ledger.filter(pl.col("source_kind") == kind)
+    return FilePlan(kind, rel, shas, plan_refresh(current, ledger))
+
+
+def state_table(state: Path | None, name: str) -> pl.DataFrame | None:
+    """A table of the last snapshot's state, or None when there is none."""
+    path = state / f"{name}.parquet" if state else None
+    return pl.read_parquet(path) if path is not None and path.exists() else None
+
+
+def carried_rows(
+    state: Path | None, name: str, carried: list[str], column: str = "source_file"
+) -> pl.DataFrame | None:
+    """Rows of state table `name` that belong to the carried files (by `column`)."""
+    table = state_table(state, name)
+    return table.filter(pl.col(column).is_in(carried)) if table is not None else None
+
+
+def carried_published(
+    snapshot: Path | None, table: str, kind: str, carried: list[str]
+) -> pl.DataFrame | None:
+    """Rows of `kind` from the carried files in a published table of `snapshot`."""
+    files = sorted((snapshot / table).rglob("*.parquet")) if snapshot and carried else []
+    if not files:
+        return None
+    rows = pl.read_parquet(files, hive_partitioning=False)
+    return rows.filter((pl.col("source_kind") == kind) & pl.col("source_file").is_in(carried))

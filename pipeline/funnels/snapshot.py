@@ -1,0 +1,198 @@
+"""Snapshot assembly: what each source kind's part of a refresh produced, carried rows of
+unchanged files, counts, plan, manifest and report, published atomically in one snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.funnels.incremental import carried_published, carried_rows
+from pipeline.funnels.stage_files import load_rejects
+from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_counts, funnel
+from pipeline.plan import plan_snapshot
+from pipeline.publish import SnapshotWriter, new_snapshot_id
+from pipeline.report_html import render_report
+from schemas import arrow
+from schemas.config import PipelineConfig
+from schemas.manifest import Counts, InputFile, Manifest, RefreshSummary, StageOutput
+from schemas.plan import Plan
+
+
+@dataclass
+class SourceRun:
+    """What one source kind's part of a refresh produced (Parquet paths and small tables)."""
+
+    kind: str
+    stage_order: tuple[str, ...]
+    plan: RefreshPlan
+    outputs: list[StageOutput] = field(default_factory=list)  # counted in the SFT funnel
+    sft: list[str] = field(default_factory=list)  # rendered samples
+    ledger: list[pl.DataFrame] = field(default_factory=list)  # rows of every current file
+    state: dict[str, pl.DataFrame] = field(default_factory=dict)  # read by the next refresh
+    tables: dict[str, str] = field(default_factory=dict)  # pretrain, fault_codes
+    side_rejects: list[pl.DataFrame] = field(default_factory=list)  # outside the SFT funnel
+    sources: dict[str, dict[str, int]] = field(default_factory=dict)  # manifest.sources
+    carries_published: bool = False  # unchanged files keep their published samples and rejects
+
+
+@dataclass(frozen=True)
+class Published:
+    path: Path
+    manifest: Manifest
+    plan: Plan
+    tiers: dict[str, int]
+
+
+def empty_sft() -> pl.DataFrame:
+    return pl.from_arrow(arrow.SFT.empty_table())  # type: ignore[return-value]
+
+
+def as_sft_rows(df: pl.DataFrame) -> pl.DataFrame:
+    """The SFT columns in schema order; columns a source does not produce are typed nulls."""
+    empty = empty_sft()
+    return df.select(
+        pl.col(c).cast(empty[c].dtype) if c in df.columns else pl.lit(None, empty[c].dtype).alias(c)
+        for c in empty.columns
+    )
+
+
+def carried_samples(runs: list[SourceRun], previous: Path | None) -> list[pl.DataFrame]:
+    """Published samples of the unchanged files of the kinds that carry them."""
+    frames = [
+        carried_published(previous, "sft", r.kind, r.plan.unchanged)
+        for r in runs
+        if r.carries_published
+    ]
+    return [f for f in frames if f is not None]
+
+
+def publish_snapshot(
+    flow_name: str,
+    out: Path,
+    cfg: PipelineConfig,
+    runs: list[SourceRun],
+    previous: Path | None,
+    state: Path | None,
+    code_version: str,
+) -> Published:
+    """Assemble this refresh's parts with the rows it carries over, and publish one snapshot."""
+    carrying = [r for r in runs if r.carries_published]
+    sft = (
+        pl.concat(
+            [
+                empty_sft(),
+                *carried_samples(runs, previous),
+                *(pl.read_parquet(p) for r in runs for p in r.sft),
+            ],
+            how="diagonal_relaxed",
+        )
+        .pipe(as_sft_rows)
+        .sort("source_kind", "source_file", "source_row")
+    )
+    previous_rejects = [
+        carried_published(previous, "rejects", r.kind, r.plan.unchanged) for r in carrying
+    ]
+    funnel_rejects = pl.concat(
+        [
+            load_rejects([o for r in runs for o in r.outputs]),
+            *(f for f in previous_rejects if f is not None),
+        ],
+        how="vertical_relaxed",
+    )
+    rejects = pl.concat(
+        [funnel_rejects, *(f for r in runs for f in r.side_rejects)], how="vertical_relaxed"
+    ).sort("source_kind", "source_file", "source_row", "stage", "record_id")
+    previous_counts = [carried_rows(state, "counts", r.plan.unchanged) for r in carrying]
+    counts_long = pl.concat(
+        [
+            pl.DataFrame(schema=COUNTS_SCHEMA),
+            *(
+                f.filter(pl.col("source_kind") == r.kind)
+                for r, f in zip(carrying, previous_counts, strict=True)
+                if f is not None
+            ),
+            *(
+                file_counts(
+                    o.stage,
+                    pl.read_parquet(o.kept, columns=["source_kind", "source_file"]),
+                    pl.read_parquet(o.rejected, columns=["source_kind", "source_file", "reason"]),
+                )
+                for r in runs
+                for o in r.outputs
+            ),
+        ]
+    ).sort("source_kind", "source_file", "stage", "outcome")
+    stages = funnel(counts_long, {r.kind: list(r.stage_order) for r in runs if r.stage_order})
+    by_reason: dict[str, int] = {}
+    for c in stages.values():
+        for reason, n in c.by_reason.items():
+            by_reason[reason] = by_reason.get(reason, 0) + n
+    counts = Counts(
+        read=sum(c.read for k, c in stages.items() if k.endswith("/ingest")),
+        kept=sft.height,
+        rejected=funnel_rejects.height,
+        by_reason=dict(sorted(by_reason.items())),
+        stages=stages,
+    )
+    ledger = pl.concat(
+        [pl.DataFrame(schema=LEDGER_SCHEMA), *(f for r in runs for f in r.ledger)],
+        how="vertical_relaxed",
+    ).sort("path")
+    tables = {name: pl.read_parquet(p) for r in runs for name, p in r.tables.items()}
+    pretrain = tables.get("pretrain")
+    refresh = RefreshSummary(
+        previous_snapshot=state.name if state else None,
+        processed=sorted(p for r in runs for p in r.plan.to_process),
+        carried=sorted(p for r in runs for p in r.plan.unchanged),
+        removed=sorted(p for r in runs for p in r.plan.removed),
+    )
+    with SnapshotWriter(out, cfg.publish, new_snapshot_id()) as writer:
+        writer.write_table("sft", sft, arrow.SFT, partition_by="tier")
+        if pretrain is not None:
+            writer.write_table("pretrain", pretrain, arrow.PRETRAIN)
+        if "fault_codes" in tables:
+            writer.write_table("fault_codes", tables["fault_codes"], arrow.FAULT_CODES)
+        writer.write_table("rejects", rejects, arrow.REJECTS)
+        plan = plan_snapshot(sft, pretrain, cfg.plan)
+        writer.write_json("plan.json", plan.model_dump(mode="json"))
+        writer.write_state("ledger", ledger)
+        writer.write_state("counts", counts_long)
+        for r in runs:
+            for name, table in r.state.items():
+                writer.write_state(name, table)
+        manifest = Manifest(
+            snapshot_id=writer.snapshot_id,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            flow=flow_name,
+            code_version=code_version,
+            config_hash=cfg.config_hash(),
+            inputs=[InputFile(**row) for row in ledger.iter_rows(named=True)],
+            counts=counts,
+            sources={k: v for r in runs for k, v in r.sources.items()},
+            refresh=refresh,
+            outputs=writer.outputs,
+        )
+        pretrain_tokens = pretrain["n_tokens"] if pretrain is not None else None
+        report = render_report(manifest, plan, sft.select("tier", "n_tokens"), pretrain_tokens)
+        writer.write_text("report.html", report)
+        manifest = manifest.model_copy(update={"outputs": writer.outputs})
+        path = writer.commit(manifest)
+    tiers = sft.group_by("tier").len().sort("tier")
+    return Published(path, manifest, plan, dict(zip(tiers["tier"], tiers["len"], strict=True)))
+
+
+def no_samples_reason(manifest: Manifest) -> str | None:
+    """One line saying why a snapshot holds no SFT samples; None when it holds some."""
+    counts = manifest.counts
+    if counts.kept:
+        return None
+    if not counts.stages:
+        kinds = sorted({i.source_kind for i in manifest.inputs}) or ["none"]
+        read = ", ".join(kinds)
+        return f"no SFT samples: no work orders or alarm logs among the inputs (read: {read})"
+    top = sorted(counts.by_reason.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    reasons = ", ".join(f"{r} {n}" for r, n in top) or "no rows read"
+    return f"no SFT samples: all {counts.read} rows read were rejected ({reasons})"

@@ -1,0 +1,75 @@
+"""Funnel steps by name, and how to run one: inputs and outputs are Parquet paths.
+
+A step is a plain function `(cfg, frames, params) -> {stage: StageResult}`. `execute_step`
+loads its input frames, runs it and saves every stage result under `work/<key>/`; a `Runner`
+decides where that happens (in this process, or as a cached Prefect task in `flows/`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import polars as pl
+
+from pipeline.funnels import alarm_logs, manuals, workorders
+from pipeline.funnels.stage_files import save_stage
+from pipeline.stage import StageResult
+from schemas.config import PipelineConfig
+from schemas.manifest import StageOutput
+
+Frames = dict[str, pl.DataFrame | None]
+Step = Callable[[PipelineConfig, Frames, dict[str, Any]], dict[str, StageResult]]
+
+STEPS: dict[str, Step] = {
+    "workorders.ingest": lambda cfg, f, p: workorders.ingest(Path(p["path"]), Path(p["root"]), cfg),
+    "workorders.clean": lambda cfg, f, p: workorders.clean(f["ingested"], cfg, p["names"]),
+    "workorders.corpus": lambda cfg, f, p: workorders.corpus(f["filtered"], cfg, f["index"]),
+    "manuals.parse": lambda cfg, f, p: manuals.parse(
+        Path(p["path"]), p["source"], Path(p["root"]), cfg
+    ),
+    "manuals.funnel": lambda cfg, f, p: manuals.funnel(f["sections"], Path(p["root"]), cfg),
+    "alarm_logs.parse": lambda cfg, f, p: alarm_logs.parse(
+        Path(p["path"]), p["source"], Path(p["root"]), cfg
+    ),
+    "alarm_logs.funnel": lambda cfg, f, p: alarm_logs.funnel(
+        f["events"], f["ingest_rejects"], f["fault_codes"], f["workorders"], cfg
+    ),
+}
+
+
+class Runner(Protocol):
+    def __call__(
+        self, step: str, key: str, inputs: dict[str, list[str]], params: dict[str, Any]
+    ) -> dict[str, StageOutput]: ...
+
+
+def execute_step(
+    step: str,
+    key: str,
+    inputs: dict[str, list[str]],
+    params: dict[str, Any],
+    work: str,
+    cfg: PipelineConfig,
+) -> dict[str, StageOutput]:
+    """Run step `step` on the Parquet files `inputs` (name -> paths; no paths gives None)."""
+    frames: Frames = {
+        name: pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
+        if paths
+        else None
+        for name, paths in inputs.items()
+    }
+    results = STEPS[step](cfg, frames, params)
+    return {stage: save_stage(r, stage, Path(work) / key) for stage, r in results.items()}
+
+
+def in_process(work: Path, cfg: PipelineConfig) -> Runner:
+    """Run each step here and now (the embedded default)."""
+
+    def run(
+        step: str, key: str, inputs: dict[str, list[str]], params: dict[str, Any]
+    ) -> dict[str, StageOutput]:
+        return execute_step(step, key, inputs, params, str(work), cfg)
+
+    return run
