@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.memory.calibration import (
+from schemas.memory import GIB
+from tools.calibration import (
     DEFAULT_CSV,
     MEDIAN_APE_LIMIT,
     by_regime,
@@ -13,7 +14,6 @@ from pipeline.memory.calibration import (
     row_to_case,
     summarize,
 )
-from schemas.memory import GIB
 
 
 @pytest.fixture(scope="module")
