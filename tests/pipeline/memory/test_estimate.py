@@ -90,7 +90,7 @@ def test_logits_term_at_152k_vocabulary() -> None:
 def test_selective_sits_between_none_and_full_recompute() -> None:
     s = TrainingSetup(method="full", seq_len=4096, micro_batch=2, attention="eager")
     acts = {
-        mode: estimate(QWEN7, s.model_copy(update={"recompute": mode})).phases["layer_recompute"]
+        mode: estimate(QWEN7, s.model_copy(update={"recompute": mode})).phases["layer_backward"]
         for mode in ("none", "selective", "full")
     }
     assert acts["full"] < acts["selective"] < acts["none"]
