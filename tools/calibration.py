@@ -414,7 +414,7 @@ def margins_module(margins: dict[str, float], overall: float) -> str:
         f"DEFAULT_PLAN_MARGIN = {overall}",
         "PLAN_MARGINS: dict[str, float] = {",
     ]
-    lines += [f"    {k!r}: {v}," for k, v in margins.items()]
+    lines += [f'    "{k}": {v},' for k, v in margins.items()]
     return "\n".join(lines + ["}", ""])
 
 
