@@ -8,7 +8,8 @@ torch.cuda.max_memory_allocated / max_memory_reserved, and writes rows in the fo
 
     python -m tools.calibration \
         --csv ../shared/reference/measured_memory_calibration.csv \
-        --csv bench/gpu_memory_rows.csv --out docs/calibration.md
+        --csv data/measured_memory_peaks.csv --csv bench/gpu_memory_rows.csv \
+        --out docs/calibration.md
 
 adds them to the calibration report. Needs an NVIDIA GPU with torch, transformers, peft and
 bitsandbytes; without them it says so and exits 0. `--dry-run` prints the estimates only.
