@@ -6,9 +6,10 @@ PEFT) and QLoRA (bitsandbytes NF4 with double quantization) at two sequence leng
 torch.cuda.max_memory_allocated / max_memory_reserved, and writes rows in the format of
 ../shared/reference/measured_memory_calibration.csv so that
 
-    python -m pipeline.memory.calibration \
+    python -m tools.calibration \
         --csv ../shared/reference/measured_memory_calibration.csv \
-        --csv bench/gpu_memory_rows.csv --out docs/calibration.md
+        --csv data/measured_memory_peaks.csv --csv bench/gpu_memory_rows.csv \
+        --out docs/calibration.md
 
 adds them to the calibration report. Needs an NVIDIA GPU with torch, transformers, peft and
 bitsandbytes; without them it says so and exits 0. `--dry-run` prints the estimates only.
@@ -29,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.memory.calibration import row_to_case  # noqa: E402
 from pipeline.memory.estimate import estimate, param_counts  # noqa: E402
 from pipeline.memory.models import get_model  # noqa: E402
 from schemas.memory import GIB  # noqa: E402
+from tools.calibration import row_to_case  # noqa: E402
 
 COLUMNS = [
     "source", "model", "params_b", "method", "precision", "optimizer", "seq_len", "micro_batch",

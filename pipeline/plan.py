@@ -97,7 +97,10 @@ def _setup(stage: StageConfig, seq_len: int, devices: int, recompute: str) -> Tr
 def fit_gpu(
     model: ModelSpec, stage: StageConfig, seq_len: int, gpu_name: str, headroom: float
 ) -> GpuFit:
-    """Largest micro-batch with the least recomputation, and accumulation for the global batch."""
+    """Largest micro-batch with the least recomputation, and accumulation for the global batch.
+
+    Fits are decided on the conservative plan-with figure (expected total plus the margin of
+    its regime), so a plan does not OOM where the estimator has under-estimated before."""
     gpu = get_gpu(gpu_name)
 
     def best(recompute: str, accum: int) -> tuple[TrainingSetup, int]:
@@ -131,6 +134,7 @@ def fit_gpu(
             grad_accum_steps=None,
             tokens_per_step=None,
             peak_gib=None,
+            plan_with_gib=None,
         )
     accum = accum_for(mb)
     peak = estimate(model, setup.model_copy(update={"micro_batch": mb, "grad_accum_steps": accum}))
@@ -146,6 +150,7 @@ def fit_gpu(
         grad_accum_steps=accum,
         tokens_per_step=mb * seq_len * gpu.count * accum,
         peak_gib=round(peak.total_bytes / GIB, 2),
+        plan_with_gib=round(peak.plan_with_bytes / GIB, 2),
     )
 
 
@@ -222,7 +227,8 @@ def plan_table_rows(plan: Plan) -> list[dict[str, object]]:
                     "micro_batch": g.micro_batch,
                     "recompute": g.recompute,
                     "grad_accum": g.grad_accum_steps,
-                    "peak_gib": g.peak_gib,
+                    "expected_gib": g.peak_gib,
+                    "plan_with_gib": g.plan_with_gib,
                 }
             )
     return rows

@@ -27,11 +27,28 @@ RecomputeModule = Literal["attention", "mlp"]
 # chunked: output projection and CE per chunk (torchtune CEWithChunkedOutputLoss, TRL chunked_nll).
 # fused: linear + CE fused, logits never materialized (Liger FLCE, Apple CCE).
 LossImpl = Literal["standard", "chunked", "fused"]
-# auto: nf4 for qlora, none otherwise.
-Quantization = Literal["auto", "none", "nf4", "int8", "gptq_int4"]
+# auto: nf4 for qlora, none otherwise. nf4 and int8 are bitsandbytes; gptq_* are GPTQ kernels.
+Quantization = Literal["auto", "none", "nf4", "int8", "gptq_int4", "gptq_int8"]
 Offload = Literal["none", "optimizer", "all"]
 LinearName = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-PeakPhase = Literal["backward_start", "layer_recompute", "optimizer_step", "inference"]
+PeakPhase = Literal["backward_start", "layer_backward", "optimizer_step", "inference"]
+# The training stack, where it changes the answer. hf: transformers + PEFT (a quantized base is
+# prepared with prepare_model_for_kbit_training, which upcasts every non-quantized parameter,
+# embeddings, lm_head and norms, to fp32). lightning: Lightning Fabric / LitGPT (FSDP with
+# use_orig_params keeps a gradient shard for frozen base weights too). torchtune, torchtitan: the
+# PyTorch-native recipes (bf16 throughout, no upcast).
+Stack = Literal["hf", "lightning", "torchtune", "torchtitan"]
+# What a measured or planned figure means: torch.cuda.max_memory_allocated, max_memory_reserved
+# (what the caching allocator holds; what runs out first), or the device total nvidia-smi shows.
+Measure = Literal["allocated", "reserved", "device"]
+
+# Allocator constants (the only fitted numbers; tools/calibration.py fits them and reports their
+# leave-one-source-out error): the reserve the cache keeps per byte of what is allocated and
+# freed within a step (activations, loss, gradients, optimizer scratch), and the extra
+# reserve per byte of shape-dependent memory (activations and loss) when batch shapes vary, as
+# blocks cached for one length cannot serve another and the pool grows toward the longest batch.
+ALLOCATOR_RESERVE = 0.13
+FRAGMENTATION = 1.95
 
 ALL_LINEAR: tuple[LinearName, ...] = (
     "q_proj",
@@ -100,8 +117,11 @@ class TrainingSetup(BaseModel):
     lora_targets: tuple[LinearName, ...] = ALL_LINEAR
     lora_dropout: float = Field(default=0.05, ge=0.0, lt=1.0)
     train_embeddings: bool = False  # embeddings and lm_head fully trainable (modules_to_save)
+    stack: Stack = "hf"
+    variable_length: bool = False  # batch shapes vary (unpacked rows padded per batch)
     cuda_context_gib: float = Field(default=0.5, ge=0.0)
-    allocator_reserve: float = Field(default=0.05, ge=0.0)  # reserved / allocated - 1
+    allocator_reserve: float = Field(default=ALLOCATOR_RESERVE, ge=0.0)
+    fragmentation: float = Field(default=FRAGMENTATION, ge=0.0)
     nccl_gib: float | None = Field(default=None, ge=0.0)  # None: 0 on one GPU, 0.5 otherwise
 
     @model_validator(mode="after")
@@ -125,11 +145,13 @@ class MemoryBreakdown(BaseModel):
     """Peak memory per device, in bytes: the terms alive at the peak moment.
 
     Memory peaks at one of a few moments of a step: the start of the backward pass (all stored
-    activations plus the loss's gradient spike), the recompute of the last layer (a checkpointed
-    layer's activations rebuilt, logits already freed), or the optimizer step (all gradients plus
+    activations plus the loss's gradient spike), the backward of the last layer (`layer_backward`:
+    a checkpointed layer's activations rebuilt and its gradient working set, logits already
+    freed), or the optimizer step (all gradients plus
     optimizer scratch, activations freed). `phases` gives the device total at each moment;
     `peak_phase` names the largest, and the terms below are what is alive then, so they sum to
-    `allocated_bytes` (plus `overhead` to `total_bytes`).
+    `allocated_bytes`; plus `allocator_reserve` they make `reserved_bytes`, plus `context`
+    `total_bytes`. `components` (not in the JSON) is each term's full size at any moment.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -144,10 +166,14 @@ class MemoryBreakdown(BaseModel):
     activations: int
     logits_and_loss: int
     adapters: int  # LoRA A/B weights with their gradients and optimizer state
-    overhead: int  # allocator reserve + CUDA context + NCCL buffers
+    buffers: int  # gathered ZeRO-3/FSDP layers, ZeRO buckets, dequantized weight tiles
+    allocator_reserve: int  # reserved - allocated (cache; fragmentation when shapes vary)
+    context: int  # CUDA context + NCCL buffers, outside the allocator
     peak_phase: PeakPhase
     phases: dict[str, int]  # device total (with overhead) at each candidate moment
     components: dict[str, int]  # full size of every term, whether or not alive at the peak
+    regime: str  # the calibration regime this setup belongs to (docs/calibration.md)
+    plan_margin: float  # leave-one-source-out under-estimation margin of that regime
     allocated_bytes: int  # what torch.cuda.max_memory_allocated would report
     reserved_bytes: int  # what torch.cuda.max_memory_reserved would report
     total_bytes: int  # device total, as nvidia-smi would show it
@@ -162,12 +188,25 @@ class MemoryBreakdown(BaseModel):
             "activations": self.activations,
             "logits_and_loss": self.logits_and_loss,
             "adapters": self.adapters,
-            "overhead": self.overhead,
+            "buffers": self.buffers,
+            "allocator_reserve": self.allocator_reserve,
+            "context": self.context,
         }
 
     @property
     def total_gib(self) -> float:
         return self.total_bytes / GIB
+
+    def measured(self, measure: Measure) -> int:
+        """The figure a measurement of kind `measure` would report."""
+        return {"allocated": self.allocated_bytes, "reserved": self.reserved_bytes}.get(
+            measure, self.total_bytes
+        )
+
+    @property
+    def plan_with_bytes(self) -> int:
+        """The conservative figure to plan with: the device total plus its regime's margin."""
+        return int(self.total_bytes * (1.0 + self.plan_margin))
 
     def as_json(self) -> dict[str, object]:
         """Machine-readable summary: bytes and GiB per term, total_gib, the phases."""
@@ -176,7 +215,10 @@ class MemoryBreakdown(BaseModel):
             "params": self.params,
             "trainable_params": self.trainable_params,
             "peak_phase": self.peak_phase,
+            "regime": self.regime,
             "total_gib": round(self.total_gib, 3),
+            "plan_with_gib": round(self.plan_with_bytes / GIB, 3),
+            "plan_margin": round(self.plan_margin, 3),
             "allocated_gib": round(self.allocated_bytes / GIB, 3),
             "reserved_gib": round(self.reserved_bytes / GIB, 3),
             "total_bytes": self.total_bytes,
@@ -184,5 +226,4 @@ class MemoryBreakdown(BaseModel):
                 k: {"bytes": v, "gib": round(v / GIB, 3)} for k, v in self.terms().items()
             },
             "phases_gib": {k: round(v / GIB, 3) for k, v in self.phases.items()},
-            "components_gib": {k: round(v / GIB, 3) for k, v in self.components.items()},
         }

@@ -96,7 +96,10 @@ class GpuFit(BaseModel):
     micro_batch_full_recompute: int
     grad_accum_steps: int | None
     tokens_per_step: int | None  # micro_batch x max_seq_len x devices x grad_accum_steps
-    peak_gib: float | None  # estimated device total at the chosen micro-batch
+    peak_gib: float | None  # expected device total at the chosen micro-batch
+    # what the fit was decided with: the expected total plus its regime's leave-one-source-out
+    # margin (docs/calibration.md)
+    plan_with_gib: float | None = None
 
 
 class StagePlan(BaseModel):

@@ -5,25 +5,42 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import get_args
+import types
+from collections.abc import Callable
+from typing import NoReturn, get_args
+
+from pydantic import ValidationError
 
 from schemas.memory import (
     ALL_LINEAR,
+    GIB,
     Attention,
     LossImpl,
+    Measure,
+    MemoryBreakdown,
     Method,
+    ModelSpec,
     Offload,
     Optimizer,
     Precision,
     Quantization,
     Recompute,
     RecomputeModule,
+    Stack,
     TrainingSetup,
 )
 
 from .estimate import estimate, max_micro_batch
-from .gpus import GPUS, get_gpu
+from .gpus import GPUS, Gpu, custom_gpu, get_gpu
 from .models import PRESETS, get_model, load_config_json
+
+# TrainingSetup field -> the flag that sets it, for one-line error messages.
+_FLAGS = {
+    "seq_len": "--seq-len",
+    "micro_batch": "--micro-batch",
+    "grad_accum_steps": "--grad-accum",
+    "recompute_modules": "--recompute",
+}
 
 _LORA_ALIASES = {"all": ALL_LINEAR, "all-linear": ALL_LINEAR, "attn": ALL_LINEAR[:4]}
 
@@ -39,20 +56,40 @@ def _targets(text: str) -> tuple[str, ...]:
     return names
 
 
+def _spelling(choices: tuple[str, ...]) -> Callable[[str], str]:
+    """Accept hyphen or underscore spellings in any case (bf16-mixed == bf16_mixed)."""
+
+    def parse(text: str) -> str:
+        key = text.strip().lower().replace("-", "_")
+        return next((c for c in choices if key == c.replace("-", "_")), text)
+
+    return parse
+
+
+def _one_line_error(self: argparse.ArgumentParser, message: str) -> NoReturn:
+    """argparse's error without the usage block: one line, then exit 2."""
+    self.exit(2, f"estimate: {message}\n")
+
+
+def _choice(parser: argparse.ArgumentParser, flag: str, values: tuple[str, ...], **kw) -> None:  # type: ignore[no-untyped-def]
+    parser.add_argument(flag, type=_spelling(values), choices=values, **kw)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = TrainingSetup()
+    parser.error = types.MethodType(_one_line_error, parser)  # type: ignore[method-assign]
     parser.add_argument("--model", help=f"preset ({', '.join(PRESETS)}) or a config.json path")
     parser.add_argument("--config-json", help="local config.json (instead of --model)")
-    parser.add_argument("--method", choices=get_args(Method), default=d.method)
-    parser.add_argument("--precision", choices=get_args(Precision), default=d.precision)
-    parser.add_argument("--optimizer", choices=get_args(Optimizer), default=d.optimizer)
+    _choice(parser, "--method", get_args(Method), default=d.method)
+    _choice(parser, "--precision", get_args(Precision), default=d.precision)
+    _choice(parser, "--optimizer", get_args(Optimizer), default=d.optimizer)
     parser.add_argument("--optimizer-in-backward", action="store_true")
     parser.add_argument("--fused-optimizer", action="store_true", help="fused Adam: no scratch")
     parser.add_argument("--seq-len", type=int, default=d.seq_len)
     parser.add_argument("--micro-batch", type=int, default=d.micro_batch)
     parser.add_argument("--grad-accum", type=int, default=d.grad_accum_steps)
     parser.add_argument("--packing", action=argparse.BooleanOptionalAction, default=d.packing)
-    parser.add_argument("--attention", choices=get_args(Attention), default=d.attention)
+    _choice(parser, "--attention", get_args(Attention), default=d.attention)
     parser.add_argument(
         "--recompute",
         default=d.recompute,
@@ -60,14 +97,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{','.join(get_args(RecomputeModule))}",
     )
     parser.add_argument("--activation-offload", action="store_true")
-    parser.add_argument("--loss", choices=get_args(LossImpl), default=d.loss)
+    _choice(parser, "--loss", get_args(LossImpl), default=d.loss)
     parser.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=d.zero)
     parser.add_argument("--fsdp", action="store_true", help="FSDP full shard (same as --zero 3)")
     parser.add_argument("--dp", type=int, default=d.dp)
     parser.add_argument("--tp", type=int, default=d.tp)
     parser.add_argument("--pp", type=int, default=d.pp)
-    parser.add_argument("--offload", choices=get_args(Offload), default=d.offload)
-    parser.add_argument("--quantization", choices=get_args(Quantization), default=d.quantization)
+    _choice(parser, "--offload", get_args(Offload), default=d.offload)
+    _choice(parser, "--quantization", get_args(Quantization), default=d.quantization)
     parser.add_argument("--no-double-quant", action="store_true")
     parser.add_argument("--lora-rank", type=int, default=d.lora_rank)
     parser.add_argument(
@@ -79,7 +116,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lora-dropout", type=float, default=d.lora_dropout)
     parser.add_argument("--train-embeddings", action="store_true")
     parser.add_argument("--cuda-context-gib", type=float, default=d.cuda_context_gib)
+    _choice(
+        parser,
+        "--stack",
+        get_args(Stack),
+        default=d.stack,  # fmt: skip
+        help="training stack where it matters (hf: transformers + PEFT)",
+    )
+    parser.add_argument(
+        "--variable-length",
+        action="store_true",
+        help="batch shapes vary (unpacked rows): the allocator fragments toward the longest",
+    )
+    _choice(
+        parser,
+        "--measure",
+        get_args(Measure),
+        default="reserved",  # fmt: skip
+        help="figure reported as expected: allocated, reserved (what OOMs), device",
+    )
     parser.add_argument("--gpu", help=f"catalog card to check the fit against: {', '.join(GPUS)}")
+    parser.add_argument("--gpu-mem", type=float, metavar="GIB", help="any card: memory in GiB")
     parser.add_argument("--headroom", type=float, default=0.15)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -116,7 +173,18 @@ def setup_from_args(args: argparse.Namespace) -> TrainingSetup:
         lora_dropout=args.lora_dropout,
         train_embeddings=args.train_embeddings,
         cuda_context_gib=args.cuda_context_gib,
+        stack=args.stack,
+        variable_length=args.variable_length,
     )
+
+
+def _validation_line(exc: ValidationError) -> str:
+    """The first pydantic error as one line naming the flag."""
+    err = exc.errors()[0]
+    field = str(err["loc"][0]) if err["loc"] else ""
+    flag = _FLAGS.get(field, f"--{field.replace('_', '-')}" if field else "")
+    msg = str(err["msg"]).removeprefix("Value error, ").replace("Input should be", "must be")
+    return f"{flag} {err.get('input')}: {msg}" if flag else msg
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,24 +195,38 @@ def run(args: argparse.Namespace) -> int:
             model = get_model(args.model)
         else:
             raise ValueError("give --model or --config-json")
+        if not 0.0 <= args.headroom < 1.0:
+            raise ValueError(f"--headroom must be in [0, 1), got {args.headroom}")
         setup = setup_from_args(args)
-        gpu = get_gpu(args.gpu) if args.gpu else None
+        gpu = custom_gpu(args.gpu_mem) if args.gpu_mem is not None else None
+        if args.gpu:
+            gpu = get_gpu(args.gpu)
         if gpu is not None and gpu.count > setup.world_size:
             setup = setup.model_copy(update={"dp": gpu.count // (setup.tp * setup.pp)})
         b = estimate(model, setup)
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+    except ValidationError as exc:
+        print(f"estimate: {_validation_line(exc)}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
         print(f"estimate: {exc}", file=sys.stderr)
         return 2
     out = b.as_json()
+    out["measure"] = args.measure
+    out["expected_gib"] = round(b.measured(args.measure) / GIB, 3)
     if gpu is not None:
         budget = gpu.memory_bytes * (1 - args.headroom)
+        fit = b.plan_with_bytes <= budget
         out["gpu"] = {
             "name": gpu.name,
             "memory_gib": round(gpu.memory_gib, 2),
             "headroom": args.headroom,
-            "fits": b.total_bytes <= budget,
+            "budget_gib": round(budget / GIB, 3),
+            "fits": fit,
+            "fits_expected": b.total_bytes <= budget,
             "max_micro_batch": max_micro_batch(model, setup, gpu, args.headroom),
         }
+        if not fit:
+            out["advice"] = advice(model, setup, b, gpu, args.headroom)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -152,32 +234,133 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _changes(s: TrainingSetup) -> list[tuple[str, dict[str, object]]]:
+    """Single changes that lower peak memory, cheapest (in throughput and quality) first."""
+    out: list[tuple[str, dict[str, object]]] = []
+    if s.loss == "standard":
+        out.append(("--loss chunked", {"loss": "chunked"}))
+    if s.loss != "fused":
+        out.append(("--loss fused", {"loss": "fused"}))
+    if s.recompute != "full" or s.recompute_modules:
+        out.append(("--recompute full", {"recompute": "full", "recompute_modules": ()}))
+    b = s.micro_batch
+    while b > 1:
+        b //= 2
+        out.append((f"--micro-batch {b} (raise --grad-accum)", {"micro_batch": b}))
+    if s.method == "full" and not s.optimizer.endswith("8bit"):
+        out.append(("--optimizer adamw_8bit", {"optimizer": "adamw_8bit"}))
+    if s.method == "full":
+        out.append(("--method lora", {"method": "lora"}))
+    if s.method in ("full", "lora") and s.quantization in ("auto", "none"):
+        out.append(("--method qlora", {"method": "qlora", "quantization": "auto"}))
+    if s.dp > 1 and s.zero < 3:
+        out.append((f"--zero {s.zero + 1}", {"zero": s.zero + 1}))
+    if s.world_size == 1 and s.method != "inference":
+        for n in (2, 4, 8):
+            out.append((f"--zero 3 --dp {n} ({n} GPUs)", {"zero": 3, "dp": n}))
+    if not s.activation_offload and s.method != "inference":
+        out.append(("--activation-offload", {"activation_offload": True}))
+    return out
+
+
+def advice(
+    m: ModelSpec, s: TrainingSetup, b: MemoryBreakdown, gpu: Gpu, headroom: float
+) -> dict[str, object]:
+    """Why it does not fit (the dominant term) and the cheapest single changes that make it
+    fit, each with its expected and plan-with peak; and the smallest catalog cards that fit."""
+    budget = gpu.memory_bytes * (1 - headroom)
+    terms = b.terms()
+    dominant = max(terms, key=lambda k: terms[k])
+    fixes: list[dict[str, object]] = []
+    for flag, change in _changes(s):
+        e = estimate(m, s.model_copy(update=change))
+        if e.plan_with_bytes <= budget:
+            fixes.append(
+                {
+                    "change": flag,
+                    "expected_gib": round(e.total_bytes / GIB, 2),
+                    "plan_with_gib": round(e.plan_with_bytes / GIB, 2),
+                }
+            )
+    if not fixes:  # no single change: the cheapest ones together, each kept if it helps
+        flags: dict[str, str] = {}
+        cur, cur_b = s, b
+        for flag, change in _changes(s):
+            e = estimate(m, cur.model_copy(update=change))
+            if e.plan_with_bytes < cur_b.plan_with_bytes:
+                flags[flag.split()[0]] = flag
+                cur, cur_b = cur.model_copy(update=change), e
+                if e.plan_with_bytes <= budget:
+                    fixes.append(
+                        {
+                            "change": " ".join(flags.values()),
+                            "expected_gib": round(e.total_bytes / GIB, 2),
+                            "plan_with_gib": round(e.plan_with_bytes / GIB, 2),
+                        }
+                    )
+                    break
+    cards = sorted({g for g in GPUS.values() if g.count == 1}, key=lambda g: g.memory_mib)
+    return {
+        "dominant_term": dominant,
+        "dominant_gib": round(terms[dominant] / GIB, 2),
+        "changes_that_fit": fixes[:5],
+        "cards_that_fit": [
+            g.name for g in cards if b.plan_with_bytes <= g.memory_bytes * (1 - headroom)
+        ][:3],
+    }
+
+
 def _table(out: dict, s: TrainingSetup) -> str:
     lines = [
         f"{out['model']}  {s.method}  {s.precision}  {s.optimizer}  seq {s.seq_len} x "
         f"micro-batch {s.micro_batch}  recompute {s.recompute_modules or s.recompute}  "
-        f"attention {s.attention}  loss {s.loss}  zero {s.zero}  dp/tp/pp {s.dp}/{s.tp}/{s.pp}",
+        f"attention {s.attention}  loss {s.loss}  zero {s.zero}  dp/tp/pp {s.dp}/{s.tp}/{s.pp}  "
+        f"stack {s.stack}" + ("  variable-length" if s.variable_length else ""),
         f"params {out['params'] / 1e9:.2f} B, trainable {out['trainable_params'] / 1e6:.1f} M",
         "",
+        f"at the peak ({out['peak_phase']}):",
         f"{'term':<22}{'GiB':>10}",
     ]
     for name, v in out["breakdown"].items():
-        lines.append(f"{name:<22}{v['gib']:>10.2f}")
+        note = "  (not alive at this phase)" if v["bytes"] == 0 and name == "gradients" else ""
+        lines.append(f"{name:<22}{v['gib']:>10.2f}{note}")
     lines += [
         f"{'total (per device)':<22}{out['total_gib']:>10.2f}",
         "",
-        f"peak at {out['peak_phase']}; "
-        + ", ".join(f"{k} {v:.2f}" for k, v in out["phases_gib"].items())
-        + " GiB",
-        f"allocated {out['allocated_gib']:.2f} GiB, reserved {out['reserved_gib']:.2f} GiB",
+        "phases: " + ", ".join(f"{k} {v:.2f}" for k, v in out["phases_gib"].items()) + " GiB",
+        f"allocated {out['allocated_gib']:.2f} GiB, reserved {out['reserved_gib']:.2f} GiB, "
+        f"device {out['total_gib']:.2f} GiB",
+        f"expected ({out['measure']}) {out['expected_gib']:.2f} GiB; plan with "
+        f"{out['plan_with_gib']:.2f} GiB (device total + {100 * out['plan_margin']:.0f} % margin "
+        f"of regime '{out['regime']}', docs/calibration.md)",
     ]
     if "gpu" in out:
         g = out["gpu"]
-        verdict = "fits" if g["fits"] else "does NOT fit"
-        lines.append(
-            f"{g['name']} ({g['memory_gib']:.1f} GiB, {100 * g['headroom']:.0f} % headroom): "
-            f"{verdict}; largest micro-batch {g['max_micro_batch']}"
+        head = (
+            f"{g['name']} ({g['memory_gib']:.1f} GiB, {100 * g['headroom']:.0f} % headroom: "
+            f"budget {g['budget_gib']:.2f} GiB): "
         )
+        if g["fits"]:
+            lines.append(head + f"fits; largest micro-batch {g['max_micro_batch']}")
+        else:
+            a = out["advice"]
+            lines.append(
+                head + f"does NOT fit: plan with {out['plan_with_gib']:.2f} GiB > budget. "
+                f"Largest term: {a['dominant_term']} ({a['dominant_gib']:.2f} GiB)."
+            )
+            if g["max_micro_batch"] == 0:
+                lines.append("Not even micro-batch 1 fits.")
+            if a["changes_that_fit"]:
+                lines.append("Changes that make it fit (cheapest first; one line = together):")
+                lines += [
+                    f"  {c['change']:<40} expected {c['expected_gib']:.2f} GiB, "
+                    f"plan with {c['plan_with_gib']:.2f} GiB"
+                    for c in a["changes_that_fit"]
+                ]
+            else:
+                lines.append("No single change makes it fit.")
+            if a["cards_that_fit"]:
+                lines.append("Cards that fit it as is: " + ", ".join(a["cards_that_fit"]))
     return "\n".join(lines)
 
 

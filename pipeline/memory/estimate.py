@@ -10,8 +10,20 @@ The terms follow the physics in ../shared/reference/gpu-memory.md:
   loss at the start of the backward pass (fp32 log-probs saved + their gradient + the logits'
   gradient), less when chunked or fused;
 - LoRA adapters and QLoRA NF4 storage (4.127 bit/param with double quantization);
-- overhead: allocator reserve on top of allocated bytes, CUDA context, NCCL buffers.
-No term is fitted to measurements; docs/calibration.md compares the result with published peaks.
+- quantized bases: the HF stack (PEFT `prepare_model_for_kbit_training`) upcasts every
+  non-quantized parameter (embeddings, lm_head, norms, biases) to fp32; one linear at a time is
+  dequantized to bf16 for its matmuls;
+- buffers: ZeRO-3/FSDP gather the current and the prefetched layer (plus DeepSpeed's 5e7-element
+  prefetch bucket), ZeRO-1/2 reduce and all-gather buckets (5e8 elements, bounded by what
+  trains); FSDP1 under Lightning keeps a gradient shard for frozen base weights in a flat
+  parameter that also holds adapters;
+- the backward of one layer: its recomputed activations plus the gradients of the MLP's two
+  widest intermediates (gate and up, 2 x intermediate_size per token);
+- the caching allocator: reserved = allocated x (1 + reserve), plus, when batch shapes vary,
+  a fragmentation share of the shape-dependent bytes (activations and loss); then CUDA context
+  and NCCL buffers on top, outside the allocator.
+Only the two allocator constants (schemas.memory.ALLOCATOR_RESERVE, FRAGMENTATION) are fitted;
+docs/calibration.md gives the in-sample and leave-one-source-out errors against published peaks.
 """
 
 from __future__ import annotations
@@ -22,16 +34,23 @@ from dataclasses import dataclass
 from schemas.memory import GIB, MemoryBreakdown, ModelSpec, TrainingSetup
 
 from .gpus import Gpu
+from .margins import DEFAULT_PLAN_MARGIN, PLAN_MARGINS
 
 # Bytes per parameter of quantized linear weights.
 NF4_DQ_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8  # 4.127 bit: NF4 + double-quantized absmax
 NF4_BYTES = (4 + 32 / 64) / 8  # 4.5 bit: NF4 + fp32 absmax per 64 weights
 GPTQ_INT4_BYTES = (4 + (16 + 4) / 128) / 8  # int4 + fp16 scale and 4-bit zero per group of 128
+GPTQ_INT8_BYTES = (8 + (16 + 8) / 128) / 8  # int8 + fp16 scale and 8-bit zero per group of 128
 INT8_BYTES = 1.0
 
 # Logit-element bytes at the loss spike (start of backward) by loss implementation.
 LOGIT_BYTES_STANDARD = 12.0  # fp32 log-probs (saved) + fp32 grad of log-probs + fp32 grad of logits
 LOGIT_BYTES_BF16_CHUNK = 2.0  # chunked: bf16 logits chunks stay materialized
+
+# DeepSpeed defaults, in elements (16-bit): ZeRO-1/2 reduce and all-gather buckets, ZeRO-3
+# prefetch bucket.
+ZERO_BUCKET_ELEMENTS = 5e8
+ZERO3_PREFETCH_ELEMENTS = 5e7
 
 
 @dataclass(frozen=True)
@@ -123,7 +142,12 @@ def _quant_bytes(setup: TrainingSetup) -> float | None:
         return None
     if q == "nf4":
         return NF4_DQ_BYTES if setup.double_quant else NF4_BYTES
-    return GPTQ_INT4_BYTES if q == "gptq_int4" else INT8_BYTES
+    return {"gptq_int4": GPTQ_INT4_BYTES, "gptq_int8": GPTQ_INT8_BYTES}.get(q, INT8_BYTES)
+
+
+def _bnb(s: TrainingSetup) -> bool:
+    """A bitsandbytes base (NF4 or LLM.int8)."""
+    return _quant_bytes(s) is not None and not s.quantization.startswith("gptq")
 
 
 @dataclass(frozen=True)
@@ -145,10 +169,12 @@ def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[_Tensor]:
     lora = s.method in ("lora", "qlora")
     adapted = set(s.lora_targets) if lora else set()
     dropout = lora and s.lora_dropout > 0
+    quantized = _quant_bytes(s) is not None  # bnb/GPTQ matmuls save their input for backward
 
     def input_kept(*modules: str) -> bool:
-        """A linear input stays alive if its weight trains, or a dropout-free adapter reads it."""
-        return full or (not dropout and bool(adapted.intersection(modules)))
+        """A linear input stays alive if its weight trains, its quantized matmul saves it, or a
+        dropout-free adapter reads it."""
+        return full or quantized or (not dropout and bool(adapted.intersection(modules)))
 
     kv_width = kv * d if s.attention == "flash" else a * d  # sdpa/eager repeat K,V to all heads
     t: list[_Tensor] = [
@@ -253,10 +279,15 @@ def logits_bytes(m: ModelSpec, s: TrainingSetup) -> float:
     return chunk_rows * v * LOGIT_BYTES_STANDARD + tokens * m.hidden_size * 2.0
 
 
-def _overhead_bytes(s: TrainingSetup, allocated: float) -> tuple[float, float]:
-    """(allocator reserve, context + NCCL) in bytes."""
+def _overhead_bytes(s: TrainingSetup, dynamic: float, shaped: float) -> tuple[float, float]:
+    """(allocator reserve, context + NCCL) in bytes. `dynamic`: bytes allocated and freed within
+    a step, whose blocks the cache keeps; `shaped`: the part that scales with the batch shape
+    (activations, loss), which fragments the cache when shapes vary."""
     nccl = s.nccl_gib if s.nccl_gib is not None else (0.5 if s.world_size > 1 else 0.0)
-    return allocated * s.allocator_reserve, (s.cuda_context_gib + nccl) * GIB
+    reserve = dynamic * s.allocator_reserve
+    if s.variable_length:
+        reserve += shaped * s.fragmentation
+    return reserve, (s.cuda_context_gib + nccl) * GIB
 
 
 def _stage_layers(m: ModelSpec, s: TrainingSetup) -> int:
@@ -294,10 +325,11 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
     full = s.method == "full"
     quant = _quant_bytes(s)
 
-    # Frozen or trained base weights.
+    # Frozen or trained base weights. PEFT's kbit preparation upcasts what is not quantized.
     if quant is not None:
         linear = pc.per_layer_linear * n_layers / tp
-        base_w = linear * quant + (stage_params - linear) * w_b
+        rest_b = 4.0 if s.stack == "hf" and _bnb(s) else w_b
+        base_w = linear * quant + (stage_params - linear) * rest_b
     else:
         base_w = stage_params * w_b
     weights = base_w / (shard if s.zero == 3 else 1)
@@ -329,17 +361,24 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
         gradients = min(gradients, pc.per_layer / tp * g_b)
         step_temp = min(step_temp, pc.largest_linear / tp * temp_b)
 
-    # ZeRO-3 / FSDP: the current and the prefetched layer unsharded, plus the unsharded gradient
-    # of the current layer before its reduce-scatter. QLoRA: one linear dequantized to bf16.
+    # ZeRO-3 / FSDP: the current and the prefetched layer unsharded (plus DeepSpeed's prefetch
+    # bucket), plus the unsharded gradient of the current layer before its reduce-scatter.
+    # ZeRO-1/2: reduce and all-gather buckets of what trains. Quantized: one linear dequantized.
     layer_w = pc.per_layer / tp * (quant if quant is not None else w_b)
+    buffers = 0.0
+    gathered = 2 * layer_w + (pc.per_layer / tp * w_b if full else 0.0)
     if s.zero == 3 and shard > 1:
-        weights += 2 * layer_w + (pc.per_layer / tp * w_b if full else 0.0)
+        buffers += gathered + ZERO3_PREFETCH_ELEMENTS * 2.0
+        if s.stack == "lightning" and not full and quant is None:
+            gradients += base_w / shard  # FSDP1 flat parameter: frozen weights get grad shards
+    elif s.zero in (1, 2) and shard > 1:
+        buffers += 2 * min(ZERO_BUCKET_ELEMENTS, trainable) * 2.0
     if quant is not None:
-        weights += pc.largest_linear / tp * 2.0
+        buffers += pc.largest_linear / tp * 2.0
     if s.offload in ("optimizer", "all"):
         optimizer, step_temp = 0.0, 0.0
     if s.offload == "all":
-        weights = 2 * layer_w + (pc.per_layer / tp * w_b if full else 0.0)
+        weights, buffers = 0.0, gathered
         gradients = 0.0
 
     in_flight = min(s.pp, s.grad_accum_steps) if stage == "first" else 1
@@ -354,10 +393,13 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
 
     grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward
     g_fwd = gradients if grads_alive else 0.0
-    static = weights + optimizer + adapters
+    # Backward of one layer: besides its (recomputed) activations, the gradients of gate and up.
+    working = s.tokens * 2 * e * m.intermediate_size / tp
+    static = weights + optimizer + adapters + buffers
+    layer_bwd = stored + acts.transient + working
     moments = {
         "backward_start": dict(gradients=g_fwd, activations=stored, logits_and_loss=logits),
-        "layer_recompute": dict(gradients=g_fwd, activations=stored + acts.transient),
+        "layer_backward": dict(gradients=g_fwd, activations=layer_bwd),
     }
     if not s.optimizer_in_backward:
         moments["optimizer_step"] = dict(gradients=gradients, optimizer_step_temp=step_temp)
@@ -366,9 +408,10 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
         gradients=gradients,
         optimizer=optimizer,
         optimizer_step_temp=step_temp,
-        activations=stored + acts.transient,
+        activations=layer_bwd,
         logits_and_loss=logits,
         adapters=adapters,
+        buffers=buffers,
     )
     return _breakdown(m, s, pc, trainable, static, components, moments)
 
@@ -383,16 +426,17 @@ def _breakdown(
     moments: dict[str, dict[str, float]],
 ) -> MemoryBreakdown:
     phases: dict[str, int] = {}
-    best: tuple[float, str, dict[str, float]] | None = None
+    best: tuple[float, str, dict[str, float], float, float] | None = None
     for name, terms in moments.items():
         allocated = static + sum(terms.values())
-        reserve, fixed = _overhead_bytes(s, allocated)
+        shaped = terms.get("activations", 0.0) + terms.get("logits_and_loss", 0.0)
+        reserve, fixed = _overhead_bytes(s, sum(terms.values()), shaped)
         phases[name] = int(allocated + reserve + fixed)
-        if best is None or allocated > best[0]:
-            best = (allocated, name, terms)
+        if best is None or allocated + reserve > best[0] + best[3]:
+            best = (allocated, name, terms, reserve, fixed)
     assert best is not None
-    allocated, phase, terms = best
-    reserve, fixed = _overhead_bytes(s, allocated)
+    allocated, phase, terms, reserve, fixed = best
+    name = regime(s)
     return MemoryBreakdown(
         model=m.name,
         params=pc.total,
@@ -404,10 +448,14 @@ def _breakdown(
         activations=int(terms.get("activations", 0.0)),
         logits_and_loss=int(terms.get("logits_and_loss", 0.0)),
         adapters=int(components["adapters"]),
-        overhead=int(reserve + fixed),
+        buffers=int(components["buffers"]),
+        allocator_reserve=int(reserve),
+        context=int(fixed),
         peak_phase=phase,  # type: ignore[arg-type]
         phases=phases,
         components={k: int(v) for k, v in components.items()},
+        regime=name,
+        plan_margin=PLAN_MARGINS.get(name, DEFAULT_PLAN_MARGIN),
         allocated_bytes=int(allocated),
         reserved_bytes=int(allocated + reserve),
         total_bytes=int(allocated + reserve + fixed),
@@ -423,10 +471,11 @@ def _inference(m: ModelSpec, s: TrainingSetup) -> MemoryBreakdown:
     n_layers = _stage_layers(m, s)
     layer_params = pc.per_layer * n_layers / tp
     other = (pc.embedding + pc.lm_head + pc.final_norm) / tp
+    buffers = 0.0
     if quant is not None:
         linear = pc.per_layer_linear * n_layers / tp
         weights = linear * quant + (layer_params - linear + other) * e
-        weights += pc.largest_linear / tp * e  # one dequantized tile
+        buffers = pc.largest_linear / tp * e  # one dequantized tile
     else:
         weights = (layer_params + other) * e
     tokens = s.tokens
@@ -438,16 +487,45 @@ def _inference(m: ModelSpec, s: TrainingSetup) -> MemoryBreakdown:
     moments = {"inference": dict(activations=kv_cache + prefill, logits_and_loss=logits)}
     components = dict(weights=weights, activations=kv_cache + prefill, logits_and_loss=logits)
     components |= dict(gradients=0.0, optimizer=0.0, optimizer_step_temp=0.0, adapters=0.0)
-    return _breakdown(m, s, pc, 0.0, weights, components, moments)
+    components["buffers"] = buffers
+    return _breakdown(m, s, pc, 0.0, weights + buffers, components, moments)
 
 
-def fits(m: ModelSpec, s: TrainingSetup, gpu: Gpu, headroom: float = 0.15) -> bool:
-    """True if the device total stays below (1 - headroom) of the card's memory."""
-    return estimate(m, s).total_bytes <= gpu.memory_bytes * (1.0 - headroom)
+def regime(s: TrainingSetup) -> str:
+    """The calibration regime of a setup: method and base, then how states are placed."""
+    if s.method == "inference":
+        return "inference"
+    if s.method == "qlora" or _quant_bytes(s) is not None:
+        q = s.quantization if s.quantization != "auto" else "nf4"
+        name = {"gptq_int4": "QLoRA (GPTQ int4)", "nf4": "QLoRA (NF4)"}.get(q, "LoRA (int8 base)")
+    elif s.method == "lora":
+        name = "LoRA + trainable embeddings" if s.train_embeddings else "LoRA"
+    else:
+        name = "full"
+    if s.optimizer.startswith("paged") or s.offload != "none":
+        name += ", paged/offloaded states"
+    elif s.world_size > 1:
+        name += ", sharded/parallel"
+    return name
+
+
+def fits(
+    m: ModelSpec, s: TrainingSetup, gpu: Gpu, headroom: float = 0.15, conservative: bool = True
+) -> bool:
+    """True if the device total stays below (1 - headroom) of the card's memory; with
+    `conservative`, the plan-with figure (total plus its regime's margin) is what must fit."""
+    b = estimate(m, s)
+    need = b.plan_with_bytes if conservative else b.total_bytes
+    return need <= gpu.memory_bytes * (1.0 - headroom)
 
 
 def max_micro_batch(
-    m: ModelSpec, s: TrainingSetup, gpu: Gpu, headroom: float = 0.15, limit: int = 1024
+    m: ModelSpec,
+    s: TrainingSetup,
+    gpu: Gpu,
+    headroom: float = 0.15,
+    limit: int = 1024,
+    conservative: bool = True,
 ) -> int:
     """Largest micro-batch (rows of `s.seq_len`) that fits with `headroom`; 0 if none does.
 
@@ -460,7 +538,7 @@ def max_micro_batch(
         s = s.model_copy(update={"dp": gpu.count // (s.tp * s.pp)})
 
     def ok(b: int) -> bool:
-        return fits(m, s.model_copy(update={"micro_batch": b}), gpu, headroom)
+        return fits(m, s.model_copy(update={"micro_batch": b}), gpu, headroom, conservative)
 
     if not ok(1):
         return 0

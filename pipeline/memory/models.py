@@ -54,6 +54,7 @@ PRESETS: dict[str, ModelSpec] = {
         _spec("llama-3.1-405b", 16384, 126, 128, 8, 53248, 128256, False, 131072),
         _spec("llama-3.2-3b", 3072, 28, 24, 8, 8192, 128256, True, 131072),
         _spec("mistral-7b", 4096, 32, 32, 8, 14336, 32000, False, 32768),
+        _spec("tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, False, 2048),
     )
 }
 

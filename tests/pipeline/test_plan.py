@@ -132,3 +132,15 @@ def test_plan_snapshot_covers_every_tier_and_pretrain_even_when_empty():
     plan = plan_snapshot(sft, None, PlanConfig())
     rows = {s.corpus: s.stats.rows for s in plan.stages}
     assert rows == {"pretrain": 0, "tier_A": 2, "tier_B": 0, "tier_C": 1}
+
+
+def test_fits_are_decided_on_the_plan_with_figure() -> None:
+    plan = plan_stages(_lengths(), PlanConfig())
+    for st in plan.stages:
+        for g in st.gpus:
+            if g.fits:
+                assert g.peak_gib is not None and g.plan_with_gib is not None
+                assert g.plan_with_gib > g.peak_gib
+                assert g.plan_with_gib <= g.memory_gib * 0.85 + 0.01
+    row = plan_table_rows(plan)[0]
+    assert {"expected_gib", "plan_with_gib"} <= set(row)

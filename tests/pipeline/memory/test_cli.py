@@ -25,7 +25,8 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0
     assert data["total_gib"] > 14  # at least the bf16 base
     assert set(data["breakdown"]) >= {"weights", "gradients", "optimizer", "activations",
-                                      "logits_and_loss", "adapters", "overhead"}  # fmt: skip
+                                      "logits_and_loss", "adapters", "buffers",
+                                      "allocator_reserve", "context"}  # fmt: skip
     assert data["gpu"]["fits"] is True and data["gpu"]["max_micro_batch"] >= 4
     parts = sum(v["bytes"] for v in data["breakdown"].values())
     assert parts == pytest.approx(data["total_bytes"], abs=16)
@@ -70,3 +71,84 @@ def test_module_entry_point() -> None:
         check=True,
     ).stdout
     assert json.loads(out)["model"] == "qwen2.5-0.5b"
+
+
+def _err(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    try:
+        rc = run(p.parse_args(argv))
+    except SystemExit as exc:
+        rc = int(exc.code or 0)
+    return rc, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--seq-len", "0"], "--seq-len 0: must be greater than 0"),
+        (["--micro-batch", "-2"], "--micro-batch -2: must be greater than 0"),
+        (["--precision", "bf17"], "argument --precision: invalid choice: 'bf17'"),
+        (["--seq-len", "long"], "argument --seq-len: invalid int value: 'long'"),
+        (["--gpu", "rtx-9090"], "unknown GPU 'rtx-9090'"),
+        (["--gpu-mem", "-4"], "--gpu-mem must be positive"),
+        (["--headroom", "1.5"], "--headroom must be in [0, 1)"),
+    ],
+)
+def test_bad_values_give_one_line_naming_the_flag(
+    argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, err = _err(["--model", "llama-3.1-8b", *argv], capsys)
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith("estimate: ") and flag in err, err
+    assert "pydantic" not in err and "http" not in err and "usage" not in err
+
+
+def test_spellings_and_custom_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--model", "llama-3.1-8b", "--json"]
+    _, a = _run([*base, "--precision", "bf16-mixed", "--gpu", "rtx_3090"], capsys)
+    _, b = _run([*base, "--precision", "BF16_MIXED", "--gpu", "RTX-3090"], capsys)
+    assert json.loads(a) == json.loads(b)
+    assert json.loads(a)["gpu"]["name"] == "rtx-3090"
+    for card in ("a10", "a10g", "l4", "v100-32g", "a800-80g", "h800-80g", "mi300x"):
+        rc, _ = _run([*base, "--gpu", card], capsys)
+        assert rc == 0, card
+    _, c = _run([*base, "--gpu-mem", "24"], capsys)
+    assert json.loads(c)["gpu"]["memory_gib"] == 24.0
+
+
+def test_measure_and_one_activations_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--model", "qwen2.5-7b", "--seq-len", "4096", "--json", "--variable-length"]
+    _, a = _run([*base, "--measure", "allocated"], capsys)
+    _, r = _run(base, capsys)
+    alloc, res = json.loads(a), json.loads(r)
+    assert res["measure"] == "reserved"  # the default: what runs out first
+    assert alloc["expected_gib"] == alloc["allocated_gib"] < res["expected_gib"]
+    assert res["expected_gib"] == res["reserved_gib"] < res["plan_with_gib"]
+    assert "components_gib" not in res
+    assert json.dumps(res).count('"activations"') == 1
+
+
+def test_does_not_fit_names_the_term_and_the_cheapest_fixes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Qwen2.5-7B QLoRA at 8k tokens on a 24 GB L4: the fp32 loss spike over a 152k vocabulary
+    # (8192 x 152064 x 12 B = 13.9 GiB) dominates; chunking the loss is the cheapest fix.
+    argv = ["--model", "qwen2.5-7b", "--method", "qlora", "--seq-len", "8192", "--gpu", "l4"]
+    rc, out = _run(argv, capsys)
+    assert rc == 0
+    assert "does NOT fit" in out and "Largest term: logits_and_loss (13.92 GiB)" in out
+    fixes = out.split("Changes that make it fit")[1].splitlines()
+    assert fixes[1].strip().startswith("--loss chunked")
+    # no single change is enough at 16k: the cheapest ones are combined on one line
+    rc, out = _run([*argv[:-3], "16384", "--gpu", "l4"], capsys)
+    assert "--loss fused --zero 3 --dp" in out
+    rc, js = _run([*argv, "--json"], capsys)
+    advice = json.loads(js)["advice"]
+    assert advice["dominant_term"] == "logits_and_loss"
+    assert all(c["plan_with_gib"] <= 0.85 * json.loads(js)["gpu"]["memory_gib"]
+               for c in advice["changes_that_fit"])  # fmt: skip
+    # nothing fits at all: said plainly, with the cards that would
+    rc, out = _run(["--model", "llama-3.1-70b", "--method", "full", "--gpu", "rtx-4090"], capsys)
+    assert "does NOT fit" in out and "Not even micro-batch 1 fits." in out
+    assert "Largest term: optimizer" in out

@@ -7,6 +7,7 @@ import pytest
 from pipeline.memory.estimate import (
     NF4_DQ_BYTES,
     estimate,
+    layer_saved_tensors,
     max_micro_batch,
     param_counts,
     state_bytes_per_param,
@@ -46,26 +47,37 @@ def test_zero3_divides_model_states_by_dp() -> None:
     psi = param_counts(QWEN7).total
     assert eight.optimizer == pytest.approx(12 * psi / 8, rel=1e-6)
     assert eight.gradients == pytest.approx(2 * psi / 8, rel=1e-6)
-    # weights: 2 psi / 8 plus two unsharded layers and one layer's unsharded gradient
+    # weights: 2 psi / 8; buffers: two unsharded layers, one layer's unsharded gradient and
+    # DeepSpeed's 5e7-element prefetch bucket, all bf16
     layer = param_counts(QWEN7).per_layer
-    assert eight.weights == pytest.approx(2 * psi / 8 + 6 * layer, rel=1e-6)
+    assert eight.weights == pytest.approx(2 * psi / 8, rel=1e-6)
+    assert eight.buffers == pytest.approx(6 * layer + 2 * 5e7, rel=1e-6)
     assert one.optimizer == pytest.approx(8 * eight.optimizer, rel=1e-6)
     # ZeRO-1 shards only the optimizer state
     z1 = estimate(QWEN7, s.model_copy(update={"zero": 1, "dp": 8}))
     assert (z1.weights, z1.gradients) == (one.weights, one.gradients)
     assert z1.optimizer == eight.optimizer
+    # ZeRO-1/2 keep a reduce and an all-gather bucket of 5e8 bf16 elements (fewer if less trains)
+    assert z1.buffers == 2 * 5e8 * 2
+    lora_z2 = estimate(QWEN7, TrainingSetup(method="lora", zero=2, dp=8, lora_rank=8))
+    assert lora_z2.buffers == pytest.approx(2 * lora_z2.trainable_params * 2, rel=1e-6)
 
 
 def test_qlora_base_is_about_half_a_byte_per_param() -> None:
     assert pytest.approx(0.516, abs=1e-3) == NF4_DQ_BYTES
-    s = TrainingSetup(method="qlora", seq_len=128)
+    s = TrainingSetup(method="qlora", seq_len=128, stack="torchtune")
     b = estimate(QWEN7, s)
     pc = param_counts(QWEN7)
     linear = pc.per_layer_linear * pc.num_layers
     rest = pc.total - linear  # embeddings, lm_head, norms, biases stay bf16
-    dequant_tile = 2 * pc.largest_linear
-    assert b.weights == pytest.approx(linear * NF4_DQ_BYTES + 2 * rest + dequant_tile, rel=1e-6)
+    assert b.weights == pytest.approx(linear * NF4_DQ_BYTES + 2 * rest, rel=1e-6)
+    assert b.buffers == 2 * pc.largest_linear  # one linear dequantized to bf16
     assert b.weights / pc.total < 1.0  # versus 2 B/param for the bf16 LoRA base
+    # PEFT's prepare_model_for_kbit_training upcasts every non-quantized parameter to fp32
+    hf = estimate(QWEN7, s.model_copy(update={"stack": "hf"}))
+    assert hf.weights - b.weights == pytest.approx(2 * rest, rel=1e-6)
+    gptq = estimate(QWEN7, s.model_copy(update={"stack": "hf", "quantization": "gptq_int4"}))
+    assert gptq.weights == pytest.approx(linear * (4 + 20 / 128) / 8 + 2 * rest, rel=1e-6)
     lora = estimate(QWEN7, s.model_copy(update={"method": "lora"}))
     assert lora.weights == pytest.approx(2 * pc.total, rel=1e-6)
     nodq = estimate(QWEN7, s.model_copy(update={"double_quant": False}))
@@ -88,9 +100,11 @@ def test_logits_term_at_152k_vocabulary() -> None:
 
 
 def test_selective_sits_between_none_and_full_recompute() -> None:
-    s = TrainingSetup(method="full", seq_len=4096, micro_batch=2, attention="eager")
+    s = TrainingSetup(
+        method="full", seq_len=4096, micro_batch=2, attention="eager", allocator_reserve=0.05
+    )
     acts = {
-        mode: estimate(QWEN7, s.model_copy(update={"recompute": mode})).phases["layer_recompute"]
+        mode: estimate(QWEN7, s.model_copy(update={"recompute": mode})).phases["layer_backward"]
         for mode in ("none", "selective", "full")
     }
     assert acts["full"] < acts["selective"] < acts["none"]
@@ -149,7 +163,8 @@ def test_max_micro_batch_monotone_and_respects_headroom() -> None:
     mb = sizes[1]
     fit = estimate(QWEN7, s.model_copy(update={"micro_batch": mb}))
     over = estimate(QWEN7, s.model_copy(update={"micro_batch": mb + 1}))
-    assert fit.total_bytes <= 0.85 * gpu.memory_bytes < over.total_bytes
+    assert fit.plan_with_bytes <= 0.85 * gpu.memory_bytes < over.plan_with_bytes
+    assert max_micro_batch(QWEN7, s, gpu, conservative=False) >= mb  # expected fits more
     # bigger cards fit at least as much; longer sequences fit no more rows
     assert max_micro_batch(QWEN7, s, get_gpu("h200-141g")) >= mb
     longer = s.model_copy(update={"seq_len": 4096})
@@ -159,8 +174,8 @@ def test_max_micro_batch_monotone_and_respects_headroom() -> None:
 
 def test_two_gpu_target_shards_with_zero3() -> None:
     s = TrainingSetup(method="full", seq_len=2048, zero=3, optimizer_fused=True)
-    one = max_micro_batch(QWEN7, s, get_gpu("a100-80g"))
-    two = max_micro_batch(QWEN7, s, get_gpu("2xa100-80g"))
+    one = max_micro_batch(QWEN7, s, get_gpu("a100-80g"), conservative=False)
+    two = max_micro_batch(QWEN7, s, get_gpu("2xa100-80g"), conservative=False)
     assert one == 0 < two  # 7B full FT needs ~114 GiB of states: only the 2-GPU split fits
 
 
@@ -177,3 +192,64 @@ def test_full_recompute_stores_layer_inputs_only() -> None:
     b = estimate(QWEN7, s)
     tokens, h, layers = 4096 * 2, QWEN7.hidden_size, QWEN7.num_layers
     assert b.activations == 2 * tokens * h * layers + 4 * tokens * h
+
+
+def test_variable_length_fragmentation_and_reserve_by_hand() -> None:
+    # reserved = allocated + r x (bytes allocated within the step) + f x (activations + loss)
+    s = TrainingSetup(method="lora", seq_len=2048, allocator_reserve=0.1, fragmentation=0.5)
+    fixed = estimate(QWEN7, s)
+    dynamic = fixed.allocated_bytes - fixed.weights - fixed.optimizer - fixed.adapters
+    dynamic -= fixed.buffers
+    assert fixed.allocator_reserve == pytest.approx(0.1 * dynamic, rel=1e-6)
+    varied = estimate(QWEN7, s.model_copy(update={"variable_length": True}))
+    shaped = varied.activations + varied.logits_and_loss
+    assert varied.allocator_reserve == pytest.approx(0.1 * dynamic + 0.5 * shaped, rel=1e-6)
+    assert varied.allocated_bytes == fixed.allocated_bytes  # allocation itself is unchanged
+    assert varied.measured("allocated") == fixed.measured("allocated")
+    assert varied.measured("reserved") > fixed.measured("reserved")
+
+
+def test_quantized_linears_keep_their_inputs() -> None:
+    # bitsandbytes' MatMul4Bit saves its input for the input gradient: without recomputation a
+    # QLoRA layer keeps the q/k/v input (h), the gate/up input (h) and the down input (f) that a
+    # frozen bf16 linear would not, 2 bytes each per token (dropout-free adapters on q,v only).
+    s = TrainingSetup(method="lora", seq_len=1024, recompute="none", lora_dropout=0.0,
+                      lora_targets=("q_proj", "v_proj"), stack="torchtune")  # fmt: skip
+    lora = estimate(QWEN7, s)
+    qlora = estimate(QWEN7, s.model_copy(update={"method": "qlora"}))
+    h, f, n = QWEN7.hidden_size, QWEN7.intermediate_size, QWEN7.num_layers
+    extra = 1024 * n * 2 * (h + f)  # q/k/v input already kept by the q,v adapters
+    assert qlora.components["activations"] - lora.components["activations"] == extra
+
+
+def test_layer_backward_working_set() -> None:
+    # the gradients of gate and up outputs: 2 x intermediate x 2 B per token, on top of the
+    # rebuilt layer (full recompute)
+    s = TrainingSetup(method="lora", seq_len=4096, lora_dropout=0.0, stack="torchtune")
+    b = estimate(QWEN7, s)
+    rebuilt = sum(x.bytes_per_token for x in layer_saved_tensors(QWEN7, s)) * 4096
+    inputs = 2 * QWEN7.hidden_size * 4096 * QWEN7.num_layers
+    outside = 4 * QWEN7.hidden_size * 4096  # final norm's fp32 input
+    working = 2 * 2 * QWEN7.intermediate_size * 4096
+    assert b.components["activations"] == pytest.approx(
+        inputs + outside + rebuilt + working, rel=1e-6
+    )
+
+
+def test_lightning_fsdp_keeps_gradient_shards_of_frozen_weights() -> None:
+    s = TrainingSetup(method="lora", zero=3, dp=4, seq_len=512, stack="torchtune")
+    native = estimate(QWEN7, s)
+    lightning = estimate(QWEN7, s.model_copy(update={"stack": "lightning"}))
+    assert lightning.components["gradients"] - native.components["gradients"] == pytest.approx(
+        2 * param_counts(QWEN7).total / 4, rel=1e-6
+    )
+
+
+def test_plan_with_adds_the_regime_margin() -> None:
+    b = estimate(QWEN7, TrainingSetup(method="lora"))
+    assert b.regime == "LoRA" and b.plan_margin > 0
+    assert b.plan_with_bytes == int(b.total_bytes * (1 + b.plan_margin))
+    assert estimate(QWEN7, TrainingSetup(method="qlora")).regime == "QLoRA (NF4)"
+    assert estimate(QWEN7, TrainingSetup(method="full", zero=3, dp=2)).regime == (
+        "full, sharded/parallel"
+    )

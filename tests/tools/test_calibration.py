@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
-from pipeline.memory.calibration import (
+from pipeline.memory import margins
+from schemas.memory import ALLOCATOR_RESERVE, FRAGMENTATION, GIB
+from tools.calibration import (
     DEFAULT_CSV,
+    LOSO_MEDIAN_LIMIT,
     MEDIAN_APE_LIMIT,
+    PROJECT_CSV,
     by_regime,
     evaluate,
     load_cases,
     row_to_case,
+    run,
     summarize,
 )
-from schemas.memory import GIB
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +35,40 @@ def test_median_error_within_limit(cases) -> None:  # type: ignore[no-untyped-de
     assert s["median_ape"] <= MEDIAN_APE_LIMIT, s
     assert s["p90_ape"] < 0.6, s
     assert by_regime(evaluate(rows)).height >= 6
+
+
+@pytest.fixture(scope="module")
+def report():  # type: ignore[no-untyped-def]
+    if not DEFAULT_CSV.exists():
+        pytest.skip(f"../shared not present: {DEFAULT_CSV}")
+    return run([DEFAULT_CSV, PROJECT_CSV])
+
+
+def test_leave_one_source_out_error_within_limit(report) -> None:  # type: ignore[no-untyped-def]
+    loso = summarize(report["loso"])
+    assert loso["n"] >= 190
+    assert loso["median_ape"] <= LOSO_MEDIAN_LIMIT, loso
+    assert report["loso"]["source"].n_unique() >= 6
+    # every source was estimated with constants fitted without it
+    assert set(report["loso_constants"]) == set(report["loso"]["source"].unique())
+
+
+def test_shipped_constants_and_margins_match_the_calibration(report) -> None:  # type: ignore[no-untyped-def]
+    assert report["constants"] == (ALLOCATOR_RESERVE, FRAGMENTATION)
+    by_regime_margin, overall = report["margins"]
+    assert by_regime_margin == margins.PLAN_MARGINS
+    assert overall == margins.DEFAULT_PLAN_MARGIN
+
+
+def test_project_rows_carry_citation_settings_and_caveats() -> None:
+    df = pl.read_csv(PROJECT_CSV, infer_schema_length=None)
+    for col in ("url", "measured", "stack", "caveats", "notes", "seq_len", "micro_batch"):
+        assert df[col].null_count() == 0, col
+    assert df["url"].str.starts_with("https://github.com/").all()
+    assert set(df["measured"]) <= {"allocated", "reserved", "device"}
+    cases, skipped = load_cases(PROJECT_CSV)
+    assert len(cases) >= 55 and all(f == "project" for f, _, _ in skipped)
+    assert all(why for _, _, why in skipped)  # every unused row says why
 
 
 def _row(**kw: object) -> dict[str, object]:
@@ -77,3 +116,15 @@ def test_row_parsing_units_and_totals() -> None:
         "selective_op",
     )
     assert isinstance(row_to_case(0, _row(n_gpus=None)), str)
+    bnb = row_to_case(0, _row(method="QLoRA (bnb NF4, no double quant)", stack="lightning",
+                              measured="allocated", variable_length="yes"))  # fmt: skip
+    assert not isinstance(bnb, str)
+    assert (bnb.setup.double_quant, bnb.setup.stack, bnb.setup.attention) == (
+        False,
+        "lightning",
+        "sdpa",
+    )
+    assert bnb.setup.variable_length and bnb.measured_kind == "allocated"
+    gptq8 = row_to_case(0, _row(method="LoRA (GPTQ int8 base)"))
+    assert not isinstance(gptq8, str) and gptq8.setup.quantization == "gptq_int8"
+    assert row_to_case(0, _row(use="no: peak is a load transient")) == "peak is a load transient"

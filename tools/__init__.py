@@ -1,0 +1,1 @@
+"""Development tools that read ../shared; not part of the installed package."""

@@ -1,0 +1,613 @@
+"""Compare the estimator with published measured peaks; a development tool (reads ../shared).
+
+Rows come from ../shared/reference/measured_memory_calibration.csv and the project's
+data/measured_memory_peaks.csv (with citation URL, measured quantity, stack and caveats per row).
+Each row becomes estimator inputs by fixed rules (below); nothing is fitted per row. The
+estimate is compared with what the source measured: `torch.cuda.max_memory_allocated`,
+`max_memory_reserved`, or the device total (nvidia-smi style, or unstated). The two allocator
+constants are fitted here, and each source is also estimated with constants fitted without it
+(leave-one-source-out). Regenerate the report and the plan margins with
+
+    python -m tools.calibration --out docs/calibration.md --write-margins
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipeline.memory.estimate import estimate, regime
+from pipeline.memory.models import get_model
+from schemas.memory import ALL_LINEAR, GIB, TrainingSetup
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CSV = REPO.parent / "shared" / "reference" / "measured_memory_calibration.csv"
+ASSUMED_UNPACKED_LEN = 1024  # longest batch of unpacked alpaca rows when the source gives none
+MEDIAN_APE_LIMIT = 0.15
+
+
+@dataclass
+class CalibrationCase:
+    row: int  # 0-based data row of the CSV
+    source: str
+    label: str  # model / method / seq / batch, for the table
+    regime: str
+    model: str
+    setup: TrainingSetup
+    measured_bytes: float  # per device
+    measured_kind: str  # allocated | reserved | device
+    assumptions: list[str] = field(default_factory=list)
+    file: str = "shared"  # which CSV: the shared reference or the project's data/ file
+
+
+def _model_name(raw: str) -> str:
+    name = raw.lower()
+    for suffix in ("-chat-int4", "-instruct", "-chat", "-int4"):
+        name = name.removesuffix(suffix)
+    return name.replace("-v0.2", "")
+
+
+def _lora_targets(text: str) -> tuple[str, ...] | None:
+    t = text.lower()
+    if "all linear" in t or "all-linear" in t or "target all" in t or "c_attn" in t:
+        return ALL_LINEAR
+    if "all layers" in t:
+        return ALL_LINEAR
+    mlp = ("gate_proj", "up_proj", "down_proj") if "mlp" in t else ()
+    for pattern, attn in (
+        ("q,k,v,o", ("q_proj", "k_proj", "v_proj", "o_proj")),
+        ("q,v,output_proj", ("q_proj", "v_proj", "o_proj")),
+        ("q,k,v", ("q_proj", "k_proj", "v_proj")),
+        ("q,v", ("q_proj", "v_proj")),
+    ):
+        if pattern in t:
+            return attn + mlp
+    return None
+
+
+def _unit_bytes(value: float, unit: str, n_gpus: int) -> float:
+    if unit == "GiB":
+        return value * GIB
+    if unit == "GB":
+        return value * 1e9
+    if unit == "GB_sum_all_gpus":
+        return value * 1e9 / n_gpus
+    raise ValueError(f"unknown unit {unit!r}")
+
+
+def _measured_kind(source: str) -> str:
+    if "Active" in source or "max_memory_allocated" in source:
+        return "allocated"
+    if "torchtitan" in source or "torchtune" in source:
+        return "reserved"
+    return "device"
+
+
+def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> CalibrationCase | str:
+    """Estimator inputs for one CSV row, or the reason it cannot be used."""
+    source, notes = str(r["source"]), str(r["notes"] or "")
+    method_raw, prec = str(r["method"]), str(r["precision"])
+    opt = str(r["optimizer"]).lower()
+    ckpt = str(r["grad_ckpt"]).lower()
+    zero_raw = str(r["zero_or_fsdp"])
+    n_gpus = r["n_gpus"]
+    if n_gpus is None:
+        return "number of GPUs and ZeRO stage not stated"
+    n_gpus = int(n_gpus)  # type: ignore[call-overload]
+    torchtune = "torchtune" in source
+    assumptions: list[str] = []
+
+    use = str(r.get("use") or "yes")
+    if not use.startswith("yes"):
+        return use.removeprefix("no: ")
+    kw: dict[str, object] = {}
+    if method_raw == "inference":
+        kw["method"] = "inference"
+        if "int4" in prec.lower():
+            kw["quantization"] = "gptq_int4"
+        elif "nf4" in prec.lower():
+            kw["quantization"] = "nf4"
+            kw["double_quant"] = "double quant" in prec.lower()
+    elif method_raw.startswith("QLoRA"):
+        kw["method"] = "qlora"
+        if "GPTQ" in method_raw:
+            kw["quantization"] = "gptq_int4"
+        kw["double_quant"] = "no double quant" not in method_raw
+    elif method_raw.startswith("LoRA"):
+        kw["method"] = "lora"
+        kw["train_embeddings"] = "embedding" in method_raw
+        if "int8" in method_raw:
+            kw["quantization"] = "gptq_int8" if "GPTQ" in method_raw else "int8"
+    else:
+        kw["method"] = "full"
+
+    p = prec.lower()
+    if "float8" in p or "fp8" in p:
+        kw["precision"] = "fp8"
+    elif "pure" in p or torchtune:
+        kw["precision"] = "bf16"
+    else:
+        kw["precision"] = "bf16_mixed"
+
+    if "8bit" in opt or "8-bit" in opt:
+        kw["optimizer"] = "paged_adamw_8bit" if "paged" in opt else "adamw_8bit"
+    elif "paged" in opt:
+        kw["optimizer"] = "paged_adamw"
+    kw["optimizer_in_backward"] = "in_bwd" in opt or "into backward" in opt
+    # torchtitan and DeepSpeed step with fused Adam kernels; torch's default is foreach
+    kw["optimizer_fused"] = (
+        "fused" in opt or "torchtitan" in source or "deepspeed" in str(r["zero_or_fsdp"]).lower()
+    )
+
+    seq = r["seq_len"]
+    if seq is None or "unpacked" in f"{r['packing']} {notes}".lower():
+        seq = min(int(seq or ASSUMED_UNPACKED_LEN), ASSUMED_UNPACKED_LEN)  # type: ignore[call-overload]
+        assumptions.append(f"unpacked variable-length rows: longest batch taken as {seq} tokens")
+    kw["seq_len"] = int(seq)  # type: ignore[call-overload]
+    kw["micro_batch"] = int(r["micro_batch"])  # type: ignore[call-overload]
+    ga = re.search(r"grad accum (\d+)", notes)
+    kw["grad_accum_steps"] = int(ga.group(1)) if ga else 1
+    kw["packing"] = str(r["packing"]).lower().startswith("yes")
+
+    if kw["method"] != "inference":
+        if ckpt.startswith("off"):
+            kw["recompute"] = "none"
+        elif ckpt.startswith("selective"):
+            kw["recompute"] = "selective_op"
+        else:
+            kw["recompute"] = "full"
+            if ckpt.startswith("not stated"):
+                assumptions.append("activation checkpointing not stated: taken as on")
+        kw["activation_offload"] = "offload" in ckpt
+    kw["attention"] = "sdpa" if torchtune or "attn_implementation=sdpa" in notes else "flash"
+    if "attention: eager" in notes:
+        kw["attention"] = "eager"
+    elif r.get("stack") == "lightning":  # LitGPT calls sdpa with K/V expanded to every head
+        kw["attention"] = "sdpa"
+    flags_table = "Optimization flags" in source
+    chunked = (
+        "chunked" in notes.lower()
+        or "30b8519e8" in source  # 2024-09 README table: llama3_1 configs use chunked CE
+        or (flags_table and kw.get("recompute") == "full")  # cumulative flags after chunked CE
+    )
+    kw["loss"] = "chunked" if chunked else "standard"
+
+    z = zero_raw.lower()
+    tp = int(m.group(1)) if (m := re.search(r"tp (\d+)", z)) else 1
+    pp = int(m.group(1)) if (m := re.search(r"pp (\d+)", z)) else 1
+    if "zero-3" in z or "fsdp" in z or "full shard" in z:
+        kw["zero"] = 3
+    elif "zero-2" in z:
+        kw["zero"] = 2
+    elif z != "none":
+        return f"sharding not understood: {zero_raw}"
+    kw.update(tp=tp, pp=pp, dp=max(n_gpus // (tp * pp), 1))
+    if "cpu offload" in z or "on cpu" in opt:
+        kw["offload"] = "all"
+    if "deepspeed" in z and kw["method"] == "full":
+        kw["fp32_grad_accum"] = True  # DeepSpeed keeps fp32 gradient partitions
+    if pp > 1 and "split into pp microbatches" in notes.lower():
+        kw["micro_batch"] = max(int(kw["micro_batch"]) // pp, 1)  # type: ignore[call-overload]
+        kw["grad_accum_steps"] = pp
+        assumptions.append(f"local batch split into {pp} pipeline micro-batches")
+
+    if kw["method"] in ("lora", "qlora"):
+        targets = _lora_targets(notes) or _lora_targets(method_raw)
+        if targets is None:
+            targets = ("q_proj", "v_proj")
+            assumptions.append("LoRA targets not stated: q,v")
+        kw["lora_targets"] = targets
+        rank = re.search(r"\br=(\d+)", notes)
+        kw["lora_rank"] = int(rank.group(1)) if rank else 8
+        # torchtune and LLaMA-Factory default to lora_dropout 0; Qwen's finetune.py and swift 0.05
+        kw["lora_dropout"] = 0.0 if torchtune or "llama-factory" in source.lower() else 0.05
+
+    stack = r.get("stack")
+    if not stack:
+        stack = next((k for k in ("torchtune", "torchtitan") if k in source), "hf")
+    kw["stack"] = stack
+    variable = r.get("variable_length")
+    kw["variable_length"] = (
+        str(variable).startswith("yes") if variable else any("unpacked" in a for a in assumptions)
+    )
+
+    setup = TrainingSetup(**kw)  # type: ignore[arg-type]
+    label = f"{r['model']} {method_raw.split(' (')[0]} s={r['seq_len']} b={r['micro_batch']}"
+    return CalibrationCase(
+        row=i,
+        source=source_key(source),
+        label=label,
+        regime=regime(setup),
+        model=_model_name(str(r["model"])),
+        setup=setup,
+        measured_bytes=_unit_bytes(float(r["peak_mem_gb"]), str(r["unit"]), n_gpus),  # type: ignore[arg-type]
+        measured_kind=str(r.get("measured") or _measured_kind(source)),
+        assumptions=assumptions,
+        file=file,
+    )
+
+
+def source_key(source: str) -> str:
+    """Publisher/framework of a row: the repository, with lit-gpt and litgpt as one."""
+    return source.split(" ")[0].lower().replace("lit-gpt", "litgpt")
+
+
+PROJECT_CSV = REPO / "data" / "measured_memory_peaks.csv"
+MARGINS_PY = REPO / "pipeline" / "memory" / "margins.py"
+LOSO_MEDIAN_LIMIT = 0.15
+RESERVE_GRID = np.round(np.arange(0.0, 0.2001, 0.01), 3)
+FRAGMENTATION_GRID = np.round(np.arange(0.0, 2.0001, 0.05), 3)
+MIN_REGIME_ROWS = 5  # fewer rows than this: the regime plans with the overall margin
+UNDER_WEIGHT = 3.0  # an under-estimate (an OOM) costs this many over-estimates of the same size
+
+
+def load_cases(
+    csv_path: Path = DEFAULT_CSV,
+) -> tuple[list[CalibrationCase], list[tuple[str, int, str]]]:
+    """Cases of one CSV, and (file, row, reason) for the rows that cannot be used."""
+    df = pl.read_csv(csv_path, infer_schema_length=None)
+    file = "project" if csv_path.resolve() == PROJECT_CSV.resolve() else "shared"
+    cases: list[CalibrationCase] = []
+    skipped: list[tuple[str, int, str]] = []
+    for i, r in enumerate(df.iter_rows(named=True)):
+        out = row_to_case(i, r, file)
+        if isinstance(out, str):
+            skipped.append((file, i, out))
+        else:
+            cases.append(out)
+    return cases, skipped
+
+
+def _with(c: CalibrationCase, reserve: float, frag: float) -> TrainingSetup:
+    return c.setup.model_copy(update={"allocator_reserve": reserve, "fragmentation": frag})
+
+
+def evaluate(
+    cases: list[CalibrationCase], constants: dict[str, tuple[float, float]] | None = None
+) -> pl.DataFrame:
+    """One row per case: measured and estimated GiB, signed and absolute percentage error.
+
+    `constants` maps a source to the (reserve, fragmentation) to estimate its rows with; the
+    schema defaults otherwise."""
+    recs = []
+    for c in cases:
+        setup = c.setup
+        if constants is not None:
+            setup = _with(c, *constants[c.source])
+        b = estimate(get_model(c.model), setup)
+        recs.append(
+            {
+                "file": c.file,
+                "row": c.row,
+                "source": c.source,
+                "case": c.label,
+                "regime": c.regime,
+                "kind": c.measured_kind,
+                "measured_gib": c.measured_bytes / GIB,
+                "estimated_gib": b.measured(c.measured_kind) / GIB,  # type: ignore[arg-type]
+                "peak_phase": b.peak_phase,
+                "assumptions": "; ".join(c.assumptions),
+            }
+        )
+    df = pl.DataFrame(recs)
+    return df.with_columns(
+        err=(pl.col("estimated_gib") / pl.col("measured_gib") - 1.0),
+    ).with_columns(ape=pl.col("err").abs())
+
+
+def _parts(cases: list[CalibrationCase]) -> np.ndarray:
+    """Per case with both constants at zero: allocated, shaped bytes at the peak, context,
+    measured, and which of (reserve, fragmentation, context) its measurement includes."""
+    rows = []
+    for c in cases:
+        b = estimate(get_model(c.model), _with(c, 0.0, 0.0))
+        kind = c.measured_kind
+        rows.append(
+            (
+                b.allocated_bytes,
+                (b.activations + b.logits_and_loss) * c.setup.variable_length,
+                b.context,
+                c.measured_bytes,
+                kind != "allocated",
+                kind == "device",
+            )
+        )
+    return np.array(rows, dtype=float)
+
+
+def _loss(est: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """Asymmetric log error, capped: under-estimates (what OOMs) weigh UNDER_WEIGHT times more."""
+    r = np.log(est / measured)
+    return np.minimum(np.where(r < 0, -UNDER_WEIGHT * r, r), 1.0).mean(axis=-1)
+
+
+def fit_constants(cases: list[CalibrationCase]) -> tuple[float, float]:
+    """The (allocator reserve, fragmentation) on the grids that minimize `_loss` over `cases`."""
+    p = _parts(cases)
+    alloc, shaped, ctx, meas, has_res, has_ctx = p.T
+    r = RESERVE_GRID[:, None, None]
+    f = FRAGMENTATION_GRID[None, :, None]
+    est = alloc + has_res * (alloc * r + shaped * f) + has_ctx * ctx
+    loss = _loss(est, meas)
+    i, j = np.unravel_index(np.argmin(loss), loss.shape)
+    return float(RESERVE_GRID[i]), float(FRAGMENTATION_GRID[j])
+
+
+def leave_one_source_out(
+    cases: list[CalibrationCase],
+) -> tuple[pl.DataFrame, dict[str, tuple[float, float]]]:
+    """Each source's rows estimated with constants fitted on every other source only."""
+    constants: dict[str, tuple[float, float]] = {}
+    for src in sorted({c.source for c in cases}):
+        constants[src] = fit_constants([c for c in cases if c.source != src])
+    return evaluate(cases, constants), constants
+
+
+def summarize(df: pl.DataFrame) -> dict[str, float]:
+    return {
+        "n": float(df.height),
+        "median_ape": float(df["ape"].median()),  # type: ignore[arg-type]
+        "p90_ape": float(df["ape"].quantile(0.9, interpolation="linear")),  # type: ignore[arg-type]
+        "median_signed": float(df["err"].median()),  # type: ignore[arg-type]
+        "under_10": float((df["err"] < -0.10).mean()),  # type: ignore[arg-type]
+    }
+
+
+def by_regime(df: pl.DataFrame) -> pl.DataFrame:
+    return (
+        df.group_by("regime")
+        .agg(
+            n=pl.len(),
+            median_ape=pl.col("ape").median(),
+            p90_ape=pl.col("ape").quantile(0.9, interpolation="linear"),
+            median_signed=pl.col("err").median(),
+            under_10=(pl.col("err") < -0.10).mean(),
+        )
+        .sort("regime")
+    )
+
+
+def by_source(df: pl.DataFrame) -> pl.DataFrame:
+    return (
+        df.group_by("source")
+        .agg(
+            n=pl.len(),
+            median_ape=pl.col("ape").median(),
+            p90_ape=pl.col("ape").quantile(0.9, interpolation="linear"),
+            median_signed=pl.col("err").median(),
+            under_10=(pl.col("err") < -0.10).mean(),
+        )
+        .sort("source")
+    )
+
+
+def _need(err: pl.Series) -> float:
+    """Margin that lifts 90 % of these estimates to at least their measured peak."""
+    shortfall = (1.0 / (1.0 + err) - 1.0).clip(lower_bound=0.0)
+    return math.ceil(100 * float(shortfall.quantile(0.9, interpolation="linear"))) / 100  # type: ignore[arg-type]
+
+
+def plan_margins(loso: pl.DataFrame) -> tuple[dict[str, float], float]:
+    """Per regime with enough rows, and overall: the leave-one-source-out plan margin."""
+    overall = _need(loso["err"])
+    margins = {
+        str(g["regime"][0]): _need(g["err"])
+        for g in loso.partition_by("regime")
+        if g.height >= MIN_REGIME_ROWS
+    }
+    return dict(sorted(margins.items())), overall
+
+
+def margins_module(margins: dict[str, float], overall: float) -> str:
+    lines = [
+        '"""Plan margins per regime, generated by `python -m tools.calibration --write-margins`.',
+        "",
+        "For each regime with at least "
+        f"{MIN_REGIME_ROWS} published measurements: the margin that lifts 90 % of its",
+        "leave-one-source-out estimates to at least the measured peak (docs/calibration.md).",
+        '"""',
+        "",
+        f"DEFAULT_PLAN_MARGIN = {overall}",
+        "PLAN_MARGINS: dict[str, float] = {",
+    ]
+    lines += [f'    "{k}": {v},' for k, v in margins.items()]
+    return "\n".join(lines + ["}", ""])
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f} %" if x < 0 else f"{100 * x:.1f} %"
+
+
+def _table(rows: pl.DataFrame, key: str) -> list[str]:
+    out = [
+        f"| {key} | rows | median APE | p90 APE | median signed | under by >10 % |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows.iter_rows(named=True):
+        out.append(
+            f"| {r[key]} | {r['n']} | {100 * r['median_ape']:.1f} % | {100 * r['p90_ape']:.1f} % "
+            f"| {_pct(r['median_signed'])} | {100 * r['under_10']:.0f} % |"
+        )
+    return out
+
+
+def _headline(name: str, s: dict[str, float]) -> str:
+    return (
+        f"| {name} | {int(s['n'])} | {100 * s['median_ape']:.1f} % | {100 * s['p90_ape']:.1f} % "
+        f"| {_pct(s['median_signed'])} | {100 * s['under_10']:.0f} % |"
+    )
+
+
+def render_markdown(
+    df: pl.DataFrame,
+    loso: pl.DataFrame,
+    constants: tuple[float, float],
+    loso_constants: dict[str, tuple[float, float]],
+    margins: tuple[dict[str, float], float],
+    skipped: list[tuple[str, int, str]],
+    notes: str,
+) -> str:
+    ins, out = summarize(df), summarize(loso)
+    lines = [
+        "# Calibration of the GPU-memory estimator",
+        "",
+        "Generated by `python -m tools.calibration --out docs/calibration.md --write-margins` from",
+        "`../shared/reference/measured_memory_calibration.csv` and the project's",
+        "`data/measured_memory_peaks.csv` (published measured peaks, each with its citation,",
+        "settings and caveats). Each row is turned into estimator inputs by fixed parsing rules",
+        "and compared with the quantity its source measured (allocated, reserved, or device",
+        "total). The physics has no per-row or per-source factor; the only fitted numbers are",
+        "the allocator's reserve and its fragmentation share when batch shapes vary, fitted on",
+        f"the grids {RESERVE_GRID[0]}..{RESERVE_GRID[-1]} and "
+        f"{FRAGMENTATION_GRID[0]}..{FRAGMENTATION_GRID[-1]} to minimize an asymmetric error",
+        "(under-estimates weigh twice). In-sample they come out at reserve "
+        f"{constants[0]}, fragmentation {constants[1]}.",
+        "",
+        "**Leave-one-source-out** is the figure to quote: each source's (publisher/framework)",
+        "rows are estimated with the constants fitted on all other sources only. The test",
+        f"suite fails if its median rises above {100 * LOSO_MEDIAN_LIMIT:.0f} %.",
+        "",
+        "| evaluation | rows | median APE | p90 APE | median signed | under by >10 % |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        _headline("in-sample", ins),
+        _headline("leave-one-source-out", out),
+        "",
+        "## Leave-one-source-out, by source",
+        "",
+    ]
+    lines += _table(by_source(loso), "source")
+    lines += ["", "Constants fitted without each source (reserve, fragmentation):", ""]
+    lines += [f"- {k}: {v[0]}, {v[1]}" for k, v in loso_constants.items()]
+    lines += ["", "## Leave-one-source-out, by regime", ""]
+    lines += _table(by_regime(loso), "regime")
+    lines += ["", "## In-sample, by regime", ""]
+    lines += _table(by_regime(df), "regime")
+    by_reg, overall = margins
+    lines += [
+        "",
+        "## Plan margins",
+        "",
+        "`estimate` and the stage plans decide fits with a conservative *plan with* figure:",
+        "the expected device total times (1 + margin), the margin being what lifts 90 % of",
+        "the regime's leave-one-source-out estimates to at least the measured peak (regimes",
+        f"with fewer than {MIN_REGIME_ROWS} rows, or none, use the overall {overall:.2f}).",
+        "",
+        "| regime | margin |",
+        "| --- | ---: |",
+    ]
+    lines += [f"| {k} | {v:.2f} |" for k, v in by_reg.items()]
+    lines += ["", notes.strip(), "", "## Every row (leave-one-source-out estimate)", ""]
+    lines += [
+        "| file | row | source | case | regime | measured | measured GiB | estimated GiB "
+        "| error | notes |",
+        "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in loso.sort("file", "row", descending=[True, False]).iter_rows(named=True):
+        lines.append(
+            f"| {r['file']} | {r['row']} | {r['source']} | {r['case']} | {r['regime']} | "
+            f"{r['kind']} | {r['measured_gib']:.2f} | {r['estimated_gib']:.2f} | "
+            f"{_pct(r['err'])} | {r['assumptions']} |"
+        )
+    if skipped:
+        lines += ["", "## Rows not used", ""]
+        lines += [f"- {f} row {i}: {why}" for f, i, why in skipped]
+    return "\n".join(lines) + "\n"
+
+
+NOTES = """
+## Before and after
+
+The estimator before this calibration (commit 735ee0a; nothing fitted, so in-sample equals
+leave-one-source-out) on the same 195 rows: median 10.5 %, p90 38.7 %, 36 % under-estimated by
+more than 10 %; on the 59 project rows it had never seen (ms-swift, LitGPT): 23.2 %, 48.1 %,
+68 %. The terms added since: PEFT's fp32 upcast of what a bitsandbytes base leaves unquantized,
+the inputs quantized matmuls save, the layer-backward working set, ZeRO buckets and gathered
+layers, FSDP1 gradient shards of frozen weights under Lightning, and the allocator (a reserve on
+what is allocated within a step, plus fragmentation when batch shapes vary).
+
+## Where the estimator is still off, and why
+
+- **Still under-estimated by more than 10 % in about a fifth of the rows**, mostly reserved
+  figures with variable-length batches (ms-swift Qwen-1.8B LoRA, Qwen-7B LoRA at batch 2-4)
+  and QLoRA/bitsandbytes runs (LitGPT and ms-swift NF4 rows, torchtune's QLoRA rows that
+  include the model-load reservation). The allocator's behaviour under varying shapes is the
+  least physical part of the model: the fitted fragmentation share is large (about 2x the
+  activation and loss bytes), and the plan margins above exist because of it.
+- **Paged / CPU-offloaded optimizer states (large positive error).** bitsandbytes paged
+  optimizers spill to the CPU; the estimator counts the states as resident (does it fit
+  without paging).
+- **Sources that contradict their own settings.** torchtune's 2024-05 Llama-2-7B LoRA row on
+  two 4090s without checkpointing and its 70B LoRA row sit below what their stated settings
+  need; LitGPT's FSDP LoRA rows exceed the unsharded weights per GPU and are not used.
+- **Qwen1 GPTQ "Q-LoRA" at long sequences** runs fp16 without the fp32 logits upcast, so the
+  standard 12 B/element loss spike over-counts at 8k tokens.
+- **`torch.compile`** (torchtune's flag table) fuses element-wise ops and the loss: compiled
+  runs sit 5-20 % below the estimate.
+- **Unknown sequence lengths.** Unpacked alpaca rows without a stated length take their
+  longest batch as 1024 tokens (marked in the table).
+"""
+
+
+def run(csvs: list[Path]) -> dict[str, object]:
+    """Everything the report shows, from these CSVs."""
+    cases: list[CalibrationCase] = []
+    skipped: list[tuple[str, int, str]] = []
+    for path in csvs:
+        c, sk = load_cases(path)
+        cases += c
+        skipped += sk
+    constants = fit_constants(cases)
+    df = evaluate(cases, {c.source: constants for c in cases})
+    loso, loso_constants = leave_one_source_out(cases)
+    return dict(
+        cases=cases,
+        skipped=skipped,
+        constants=constants,
+        in_sample=df,
+        loso=loso,
+        loso_constants=loso_constants,
+        margins=plan_margins(loso),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--csv", type=Path, action="append", help="measured peaks (repeatable)")
+    ap.add_argument("--out", type=Path, help="write the Markdown report here")
+    ap.add_argument("--write-margins", action="store_true", help=f"regenerate {MARGINS_PY.name}")
+    args = ap.parse_args(argv)
+    res = run(args.csv or [DEFAULT_CSV, PROJECT_CSV])
+    text = render_markdown(
+        res["in_sample"],  # type: ignore[arg-type]
+        res["loso"],  # type: ignore[arg-type]
+        res["constants"],  # type: ignore[arg-type]
+        res["loso_constants"],  # type: ignore[arg-type]
+        res["margins"],  # type: ignore[arg-type]
+        res["skipped"],  # type: ignore[arg-type]
+        NOTES,
+    )
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    if args.write_margins:
+        MARGINS_PY.write_text(margins_module(*res["margins"]), encoding="utf-8")  # type: ignore[misc]
+    for name in ("in_sample", "loso"):
+        s = summarize(res[name])  # type: ignore[arg-type]
+        print(
+            f"{name}: {int(s['n'])} rows: median APE {100 * s['median_ape']:.1f} %, "
+            f"p90 APE {100 * s['p90_ape']:.1f} %, under by >10 % {100 * s['under_10']:.0f} %"
+        )
+    print(f"constants (reserve, fragmentation): {res['constants']}")
+    if not args.out:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
