@@ -1,0 +1,90 @@
+"""The four flows' funnels, run without Prefect on the sample data (pipeline.funnels.refresh)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.funnels.refresh import Sources, refresh
+from pipeline.funnels.snapshot import no_samples_reason
+from pipeline.stage import Stage, StageInputError
+from schemas.config import PipelineConfig
+
+CFG = PipelineConfig()
+
+
+def sources(sample_data: Path, flow: str) -> Sources:
+    folders = {k: sample_data / k for k in ("workorders", "alarm_logs", "manuals")}
+    return {
+        "refresh-corpus": Sources(sample_data, **folders),
+        "clean-workorders": Sources(folders["workorders"], workorders=folders["workorders"]),
+        "clean-fault-logs": Sources(folders["alarm_logs"], alarm_logs=folders["alarm_logs"]),
+        "clean-manuals": Sources(folders["manuals"], manuals=folders["manuals"]),
+    }[flow]
+
+
+@pytest.mark.parametrize(
+    "flow", ["refresh-corpus", "clean-workorders", "clean-fault-logs", "clean-manuals"]
+)
+def test_funnel_publishes_a_snapshot_whose_counts_add_up(flow, sample_data, tmp_path):
+    published = refresh(flow, sources(sample_data, flow), tmp_path, CFG)
+    manifest = json.loads((published.path / "manifest.json").read_text())
+    counts = manifest["counts"]
+    assert counts["read"] == counts["kept"] + counts["rejected"]
+    for name, stage in counts["stages"].items():
+        assert stage["read"] == stage["kept"] + stage["rejected"], name
+    shards = sorted(published.path.glob("sft/tier=*/part-*.parquet"))
+    assert sum(pl.read_parquet(p).height for p in shards) == counts["kept"]
+    rejects = pl.read_parquet(published.path / "rejects")
+    assert (
+        rejects.filter(pl.col("source_kind").is_in(["workorder", "alarm_log"])).height
+        == (counts["rejected"])
+    )
+    files = {p.relative_to(sample_data).as_posix() for p in sample_data.rglob("*") if p.is_file()}
+    for entry in manifest["inputs"]:
+        assert any(f.endswith(entry["path"]) for f in files), entry["path"]
+    assert (tmp_path / "LATEST").read_text().strip() == published.path.name
+
+
+def test_manuals_only_publish_pretraining_text_and_say_why_there_are_no_samples(
+    sample_data, tmp_path
+):
+    published = refresh("clean-manuals", sources(sample_data, "clean-manuals"), tmp_path, CFG)
+    assert published.manifest.counts.kept == 0
+    assert pl.read_parquet(published.path / "pretrain").height > 0
+    assert pl.read_parquet(published.path / "fault_codes").height > 0
+    assert "no work orders or alarm logs" in no_samples_reason(published.manifest)
+
+
+def test_alarm_logs_without_a_fault_code_table_publish_and_name_the_reason(sample_data, tmp_path):
+    published = refresh("clean-fault-logs", sources(sample_data, "clean-fault-logs"), tmp_path, CFG)
+    counts = published.manifest.counts
+    assert counts.kept == 0 and counts.stages["alarm_log/incidents"].kept > 0
+    assert "no_fault_code_entry" in no_samples_reason(published.manifest)
+
+
+def test_alarm_logs_with_manuals_outside_the_input_root(sample_data, tmp_path):
+    """clean-fault-logs --manuals: manuals in another folder explain the incidents."""
+    logs = sample_data / "alarm_logs"
+    run = Sources(logs, alarm_logs=logs, manuals=sample_data / "manuals")
+    published = refresh("clean-fault-logs", run, tmp_path, CFG)
+    assert published.manifest.counts.kept > 0
+    paths = {i.path for i in published.manifest.inputs}
+    assert any(p.startswith("manuals/") for p in paths), paths
+
+
+def test_refresh_corpus_equals_its_parts(sample_data, tmp_path):
+    """The whole-corpus funnel keeps every work order the work-order funnel keeps."""
+    whole = refresh("r", sources(sample_data, "refresh-corpus"), tmp_path / "all", CFG)
+    orders = refresh("w", sources(sample_data, "clean-workorders"), tmp_path / "wo", CFG)
+    kinds = whole.manifest.counts.stages
+    assert kinds["workorder/tiers"] == orders.manifest.counts.stages["workorder/tiers"]
+
+
+def test_a_stage_names_the_column_it_misses():
+    stage = Stage("tiers", needs=("symptom", "action"), adds=("tier",), fn=lambda df, cfg: None)
+    with pytest.raises(StageInputError, match="stage tiers: input lacks column\\(s\\) action"):
+        stage.run(pl.DataFrame({"symptom": ["x"]}), CFG)
