@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.caching import by_key, code_fingerprint, task_key
@@ -27,6 +27,7 @@ from flows.stage_files import load_kept, load_rejects, save_stage
 from flows.versioning import code_version
 from pipeline.dedup import dedup
 from pipeline.filters import apply_filters
+from pipeline.incidents import incident_funnel
 from pipeline.ingest.files import relative_path
 from pipeline.ingest.workorders import discover_files, read_workorder_file
 from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, file_counts, funnel, plan_refresh
@@ -36,11 +37,13 @@ from pipeline.normalize import normalize
 from pipeline.plan import plan_snapshot, plan_table_rows
 from pipeline.publish import SnapshotWriter, latest_snapshot, latest_state, new_snapshot_id
 from pipeline.report import funnel_markdown
-from pipeline.report_html import render_report
+from pipeline.report_html import render_report, snapshot_history
 from pipeline.stage import StageResult
 from pipeline.structure import structure
 from pipeline.tiers import assign_tiers
 from pipeline.tokens import count_tokens
+from pipeline.tool_samples import tool_use_samples
+from pipeline.trainer_configs import write_trainer_configs
 from schemas import arrow
 from schemas.config import PipelineConfig
 from schemas.manifest import (
@@ -349,6 +352,12 @@ def publish_task(
         stages=stages,
     )
     pretrain = pl.read_parquet(side.pretrain) if side.pretrain else None
+    kb = pl.read_parquet(side.fault_codes) if side.fault_codes else None
+    tools = tool_use_samples(sft, kb, cfg.tokens, cfg.tool_samples)
+    events = side.state.get("alarm_events")
+    incidents = (
+        incident_funnel(pl.read_parquet(events), cfg.alarm_logs.incidents).kept if events else None
+    )
     with SnapshotWriter(out_path, cfg.publish, new_snapshot_id()) as writer:
         writer.write_table("sft", sft, arrow.SFT, partition_by="tier")
         if pretrain is not None:
@@ -356,8 +365,10 @@ def publish_task(
         if side.fault_codes:
             writer.write_table("fault_codes", pl.read_parquet(side.fault_codes), arrow.FAULT_CODES)
         writer.write_table("rejects", rejects, arrow.REJECTS)
-        plan = plan_snapshot(sft, pretrain, cfg.plan)
+        writer.write_table("sft_tools", tools.kept, arrow.SFT_TOOLS)
+        plan = plan_snapshot(sft, pretrain, cfg.plan, tools.kept)
         writer.write_json("plan.json", plan.model_dump(mode="json"))
+        write_trainer_configs(writer, plan, cfg.plan, cfg.trainer)
         writer.write_state("ledger", ledger)
         for name, table in side.state.items():
             writer.write_state(name, pl.read_parquet(table))
@@ -372,12 +383,20 @@ def publish_task(
             config_hash=cfg.config_hash(),
             inputs=[InputFile(**row) for row in ledger.iter_rows(named=True)],
             counts=counts,
-            sources=side.sources,
+            sources=side.sources | {"sft_tools": tools.counters},
             refresh=run.refresh,
             outputs=writer.outputs,
         )
         pretrain_tokens = pretrain["n_tokens"] if pretrain is not None else None
-        report = render_report(manifest, plan, sft.select("tier", "n_tokens"), pretrain_tokens)
+        report = render_report(
+            manifest.model_copy(update={"outputs": writer.outputs}),
+            plan,
+            sft.select("tier", "n_tokens"),
+            pretrain_tokens,
+            history=snapshot_history(out_path),
+            sft=sft,
+            incidents=incidents,
+        )
         writer.write_text("report.html", report)
         path = writer.commit(manifest.model_copy(update={"outputs": writer.outputs}))
     return str(path), counts
@@ -473,5 +492,10 @@ def report_run(
         table=plan_table_rows(plan),
         description="Sequence budget and GPU fit per training stage",
     )
+    page = (snapshot / "report.html").resolve().as_uri()
+    create_link_artifact(
+        key=f"{flow_name}-report", link=page, link_text=f"report.html of {snapshot.name}"
+    )
     print(report)
     print(f"snapshot published: {snapshot}")
+    print(f"report: {page}")
