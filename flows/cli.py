@@ -69,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     from pipeline.memory import cli as memory_cli
 
     memory_cli.add_arguments(estimate)
+    pilot = sub.add_parser(
+        "pilot", help="a small stratified slice of the latest snapshot and a small-model plan"
+    )
+    pilot.add_argument("--corpus", required=True, help="output root of refresh-corpus (LATEST)")
+    pilot.add_argument("--out", required=True, help="folder the slice, plan and configs go to")
+    pilot.add_argument("--rows", type=int, default=2000, help="SFT rows in the slice")
+    pilot.add_argument("--model", default="qwen2.5-0.5b", help="model preset to plan for")
+    pilot.add_argument("--config", help="TOML or YAML configuration file")
     return parser
 
 
@@ -90,6 +98,17 @@ def main(argv: list[str] | None = None) -> int:
             flow = _load_flow(args.flow)
             extra = {"manuals": args.manuals} if args.manuals else {}
             flow(input=args.input, out=args.out, config=args.config, **extra)
+        elif args.command == "pilot":
+            from pipeline.pilot import pilot
+
+            cfg = load_config(args.config)
+            try:
+                result = pilot(Path(args.corpus), Path(args.out), args.rows, args.model, cfg)
+            except ValueError as exc:  # an unknown model
+                raise ConfigError(str(exc)) from None
+            kept = int(result.strata["slice"].sum())
+            print(f"pilot: {kept} SFT rows in {result.strata.height} strata from snapshot "
+                  f"{result.snapshot.name} -> {result.out}")  # fmt: skip
         elif args.command == "serve":
             load_config(args.config)
             _ensure_prefect_home()

@@ -7,7 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import (
+    create_link_artifact,
+    create_markdown_artifact,
+    create_table_artifact,
+)
 
 from pipeline.funnels.snapshot import Published, no_samples_reason
 from pipeline.funnels.steps import Runner, execute_step
@@ -69,11 +73,14 @@ def report_run(flow_name: str, published: Published) -> None:
             **{f"Source {kind}": figures for kind, figures in manifest.sources.items()},
         },
     )
+    page = (published.path / "report.html").resolve().as_uri()
     create_markdown_artifact(
         key=f"{flow_name}-funnel",
-        markdown=report + f"\nReport: [{published.path / 'report.html'}]"
-        f"(file://{published.path / 'report.html'})\n",
+        markdown=report + f"\nReport: [{page}]({page})\n",
         description=f"Funnel of snapshot {published.path.name}",
+    )
+    create_link_artifact(
+        key=f"{flow_name}-report", link=page, link_text=f"report.html of {published.path.name}"
     )
     create_table_artifact(
         key=f"{flow_name}-plan",
@@ -85,3 +92,4 @@ def report_run(flow_name: str, published: Published) -> None:
     if reason:
         print(reason)
     print(f"snapshot published: {published.path}")
+    print(f"report: {page}")

@@ -234,13 +234,18 @@ def plan_table_rows(plan: Plan) -> list[dict[str, object]]:
     return rows
 
 
-def plan_snapshot(sft: pl.DataFrame, pretrain: pl.DataFrame | None, cfg: PlanConfig) -> Plan:
-    """The plan for what a snapshot publishes: SFT rows by tier (`tier`, `n_tokens`) and the
-    pretraining chunks (`n_tokens`), absent corpora as empty."""
+def plan_snapshot(
+    sft: pl.DataFrame,
+    pretrain: pl.DataFrame | None,
+    cfg: PlanConfig,
+    tools: pl.DataFrame | None = None,
+) -> Plan:
+    """The plan for what a snapshot publishes: SFT rows by tier (`tier`, `n_tokens`), the
+    pretraining chunks and the tool-use samples (`n_tokens`), absent corpora as empty."""
+    empty = pl.Series("n_tokens", [], pl.Int32)
     lengths = {
         f"tier_{tier}": sft.filter(pl.col("tier") == tier)["n_tokens"] for tier in ("A", "B", "C")
     }
-    lengths["pretrain"] = (
-        pretrain["n_tokens"] if pretrain is not None else pl.Series("n_tokens", [], pl.Int32)
-    )
+    lengths["pretrain"] = pretrain["n_tokens"] if pretrain is not None else empty
+    lengths["sft_tools"] = tools["n_tokens"] if tools is not None else empty
     return plan_stages(lengths, cfg)

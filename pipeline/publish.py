@@ -109,6 +109,7 @@ class SnapshotWriter:
 
     def write_json(self, name: str, obj: object) -> OutputFile:
         path = self.staging / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(
             json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )
@@ -116,6 +117,7 @@ class SnapshotWriter:
 
     def write_text(self, name: str, text: str) -> OutputFile:
         path = self.staging / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         return self._record(path, rows=0)
 

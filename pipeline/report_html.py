@@ -8,13 +8,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from html import escape
+from pathlib import Path
 
 import polars as pl
 
+from pipeline.normalize import redact_pii
 from schemas.manifest import Manifest, StageCounts
 from schemas.plan import GpuFit, Plan
 
 CDF_POINTS = 200  # most points one CDF polyline carries
+TOP_N = 10  # alarm codes and machines listed
+EXAMPLES_PER_TIER = 3
+TIMELINE_MACHINES = 20  # machines with the most incidents drawn
 _COLORS = {"tier_A": "#1b7837", "tier_B": "#2166ac", "tier_C": "#b35806", "pretrain": "#762a83"}
 _KEPT, _REJECTED, _NEUTRAL = "#5aae61", "#d6604d", "#4393c3"
 _CSS = """
@@ -26,6 +31,8 @@ th{background:#f4f4f4}dl{display:grid;grid-template-columns:max-content auto;gap
 dt{font-weight:600}dd{margin:0;font-family:monospace}.muted{color:#777}
 td.ok{background:#d9f0d3}td.rc{background:#fee8a0}td.no{background:#f4c7c3}
 svg text{font:11px system-ui,sans-serif}
+.turn{white-space:pre-wrap;font-family:monospace;background:#f7f7f7;padding:4px 8px;margin:2px 0}
+.role{font-weight:600;color:#555}
 """
 
 
@@ -37,9 +44,21 @@ Cell = int | float | str
 
 
 def render_report(
-    manifest: Manifest, plan: Plan, sft_tokens: pl.DataFrame, pretrain_tokens: pl.Series | None
+    manifest: Manifest,
+    plan: Plan,
+    sft_tokens: pl.DataFrame,
+    pretrain_tokens: pl.Series | None,
+    *,
+    history: Sequence[Manifest] = (),
+    sft: pl.DataFrame | None = None,
+    incidents: pl.DataFrame | None = None,
 ) -> str:
-    """The report page of a snapshot; `sft_tokens` has columns `tier` and `n_tokens`."""
+    """The report page of a snapshot; `sft_tokens` has columns `tier` and `n_tokens`.
+
+    `history`: manifests of the earlier snapshots under the same output (oldest first) for the
+    trend; `sft`: the SFT rows (`tier`, `asset`, `alarm_codes`, `messages`, lineage) for the top
+    codes and machines and the examples; `incidents`: alarm-log incidents (`machine`,
+    `alarm_codes`, `first_at`, `last_at`, `count`) for the timeline."""
     m, c, r = manifest, manifest.counts, manifest.refresh
     refresh = f"{len(r.processed)} processed, {len(r.carried)} carried, {len(r.removed)} removed"
     reasons = sorted(c.by_reason.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -70,6 +89,10 @@ def render_report(
         "<h2>GPU fit</h2><p>micro-batch · recompute · peak / card GiB "
         '<span class="muted">(green fits, yellow fits with recomputation, red does not fit)'
         "</span></p>" + _gpu_matrix(plan),
+        _section("trend", "Trend across refreshes", _trend([*history, m])),
+        _section("top", "Top alarm codes and machines", _top(sft)),
+        _section("timeline", "Incident timeline per machine", _timeline(incidents)),
+        _section("examples", "Example samples per tier (redacted)", _examples(sft)),
         "<h2>Inputs</h2>"
         + _table(["path", "kind", "encoding", "rows", "skipped lines", "bytes"], inputs),
         "<h2>Other sources</h2>" + (sources or '<p class="muted">none</p>'),
@@ -292,3 +315,194 @@ def _dl(items: Iterable[tuple[str, object]]) -> str:
 
 def _pct(part: int, whole: int) -> str:
     return f"{part / whole:.1%}" if whole else "n/a"
+
+
+def snapshot_history(out: Path) -> list[Manifest]:
+    """Manifests of the published snapshots under `out`, oldest first."""
+    paths = sorted((Path(out) / "snapshots").glob("[!.]*/manifest.json"))
+    return [Manifest.model_validate_json(p.read_text(encoding="utf-8")) for p in paths]
+
+
+def _section(key: str, title: str, body: str) -> str:
+    return f'<section id="{key}"><h2>{escape(title)}</h2>{body}</section>'
+
+
+def _tier_rows(m: Manifest) -> dict[str, int]:
+    """Rows per SFT tier, from the manifest's output files (`sft/tier=X/...`)."""
+    tiers: dict[str, int] = {}
+    for o in m.outputs:
+        parts = o.path.split("/")
+        if len(parts) > 2 and parts[0] == "sft" and parts[1].startswith("tier="):
+            tier = parts[1].removeprefix("tier=")
+            tiers[tier] = tiers.get(tier, 0) + o.rows
+    return tiers
+
+
+def _trend(manifests: Sequence[Manifest]) -> str:
+    """Per refresh: read / kept / rejected, rows per tier, rejects per reason; a line chart."""
+    tiers = sorted({t for m in manifests for t in _tier_rows(m)})
+    reasons = sorted({r for m in manifests for r in m.counts.by_reason})
+    head = ["snapshot", "created", "read", "kept", "rejected", *(f"tier {t}" for t in tiers)]
+    rows = [
+        [m.snapshot_id, m.created_at, m.counts.read, m.counts.kept, m.counts.rejected,
+         *(_tier_rows(m).get(t, 0) for t in tiers)]
+        for m in manifests
+    ]  # fmt: skip
+    by_reason = [[r, *(m.counts.by_reason.get(r, 0) for m in manifests)] for r in reasons]
+    series = {
+        "read": [m.counts.read for m in manifests],
+        "kept": [m.counts.kept for m in manifests],
+        "rejected": [m.counts.rejected for m in manifests],
+    }
+    return (
+        _line_chart(series, {"read": _NEUTRAL, "kept": _KEPT, "rejected": _REJECTED})
+        + _table(head, rows)
+        + "<h3>Rejects by reason per refresh</h3>"
+        + (_table(["reason", *(f"#{i + 1}" for i in range(len(manifests)))], by_reason)
+           if by_reason else '<p class="muted">no rejects</p>')
+    )  # fmt: skip
+
+
+def _line_chart(series: dict[str, list[int]], colors: dict[str, str]) -> str:
+    """One polyline per series over the refreshes (x: refresh number)."""
+    n = max(len(v) for v in series.values())
+    top = max(max(v) for v in series.values()) or 1
+    w, h, left, pw, ph = 520, 200, 50, 440, 160
+
+    def fx(i: int) -> float:
+        return left + (pw * i / (n - 1) if n > 1 else pw / 2)
+
+    def fy(v: int) -> float:
+        return 10 + ph * (1 - v / top)
+
+    svg = [f'<svg width="{w}" height="{h}" role="img" aria-label="trend across refreshes">']
+    for frac in (0.0, 0.5, 1.0):
+        y = fy(round(top * frac))
+        svg.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
+        svg.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{round(top * frac):,}'
+                   "</text>")  # fmt: skip
+    for i in range(n):
+        svg.append(f'<text x="{fx(i):.1f}" y="{h - 14}" text-anchor="middle">#{i + 1}</text>')
+    for j, (name, values) in enumerate(series.items()):
+        pts = " ".join(f"{fx(i):.1f},{fy(v):.1f}" for i, v in enumerate(values))
+        color = colors[name]
+        svg.append(f'<polyline class="trend" fill="none" stroke="{color}" stroke-width="2" '
+                   f'points="{pts}"/>')  # fmt: skip
+        svg += [f'<circle cx="{fx(i):.1f}" cy="{fy(v):.1f}" r="3" fill="{color}">'
+                f"<title>{escape(name)} #{i + 1}: {v:,}</title></circle>"
+                for i, v in enumerate(values)]  # fmt: skip
+        svg.append(f'<text x="{left + 10 + 80 * j}" y="{h - 1}" fill="{color}">{name}</text>')
+    return "".join(svg) + "</svg>"
+
+
+def _top(sft: pl.DataFrame | None) -> str:
+    if sft is None or sft.height == 0:
+        return '<p class="muted">no samples</p>'
+    codes = (
+        sft.select(pl.col("alarm_codes").explode().alias("code"))
+        .drop_nulls()
+        .group_by("code")
+        .len()
+        .sort(["len", "code"], descending=[True, False])
+        .head(TOP_N)
+    )
+    machines = (
+        sft.drop_nulls("asset")
+        .group_by("asset")
+        .agg(
+            pl.len(),
+            pl.col("alarm_codes")
+            .list.explode(keep_nulls=False, empty_as_null=False)
+            .n_unique()
+            .alias("codes"),
+        )
+        .sort(["len", "asset"], descending=[True, False])
+        .head(TOP_N)
+    )
+    return (
+        "<h3>Alarm codes</h3>"
+        + _bar_table(["code", "samples"], codes.rows(), _REJECTED)
+        + "<h3>Machines</h3>"
+        + _bar_table(["machine", "samples", "distinct codes"], machines.rows(), _NEUTRAL)
+    )
+
+
+def _timeline(incidents: pl.DataFrame | None) -> str:
+    """One lane per machine (the most incidents first); a mark per incident, first to last raise."""
+    if incidents is None or incidents.height == 0:
+        return '<p class="muted">no alarm-log incidents in this snapshot</p>'
+    inc = incidents.drop_nulls(["machine", "first_at"]).with_columns(
+        pl.col("last_at").fill_null(pl.col("first_at"))
+    )
+    lanes = (
+        (inc.group_by("machine").len().sort(["len", "machine"], descending=[True, False]))
+        .head(TIMELINE_MACHINES)["machine"]
+        .to_list()
+    )
+    inc = inc.filter(pl.col("machine").is_in(lanes)).sort("first_at")
+    t0, t1 = inc["first_at"].min(), inc["last_at"].max()
+    span = max((t1 - t0).total_seconds(), 1.0)  # type: ignore[operator,union-attr]
+    left, pw, lane = 110, 600, 22
+    h = 30 + lane * len(lanes)
+
+    def fx(t: object) -> float:
+        return left + pw * (t - t0).total_seconds() / span  # type: ignore[operator]
+
+    svg = [f'<svg width="{left + pw + 20}" height="{h}" role="img" aria-label="incident timeline">']
+    for k, machine in enumerate(lanes):
+        y = 10 + lane * k
+        svg.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{escape(machine)}</text>')
+        svg.append(f'<line x1="{left}" x2="{left + pw}" y1="{y + 8}" y2="{y + 8}" stroke="#eee"/>')
+    for row in inc.iter_rows(named=True):
+        y = 10 + lane * lanes.index(row["machine"])
+        x0, x1 = fx(row["first_at"]), fx(row["last_at"])
+        codes = ", ".join(row["alarm_codes"] or [])
+        title = f"{row['machine']} {codes}: {row['first_at']} - {row['last_at']}, {row['count']}x"
+        svg.append(
+            f'<rect class="incident" x="{x0:.1f}" y="{y + 2}" width="{max(x1 - x0, 3):.1f}" '
+            f'height="12" fill="{_REJECTED}"><title>{escape(title)}</title></rect>'
+        )
+    axis = f"{t0:%Y-%m-%d %H:%M} to {t1:%Y-%m-%d %H:%M}"  # type: ignore[str-format]
+    svg.append(f'<text x="{left}" y="{h - 2}">{escape(axis)}</text></svg>')
+    table = _table(
+        ["machine", "incidents", "raises", "first", "last"],
+        inc.group_by("machine")
+        .agg(pl.len(), pl.col("count").sum(), pl.col("first_at").min(), pl.col("last_at").max())
+        .sort(["len", "machine"], descending=[True, False])
+        .with_columns(pl.col("first_at", "last_at").dt.to_string("%Y-%m-%d %H:%M"))
+        .rows(),
+    )
+    return "".join(svg) + table
+
+
+def _examples(sft: pl.DataFrame | None) -> str:
+    """Three samples per tier (picked by a hash of record_id), PII redacted once more."""
+    if sft is None or sft.height == 0:
+        return '<p class="muted">no samples</p>'
+    turns = (
+        sft.select("tier", "record_id", "source_file", "source_row", "messages")
+        .with_columns(_h=pl.col("record_id").hash(0))
+        .sort("tier", "_h")
+        .group_by("tier", maintain_order=True)
+        .head(EXAMPLES_PER_TIER)
+        .with_row_index("_n")
+        .explode("messages")
+        .unnest("messages")
+        .filter(pl.col("role") != "system")
+        .with_columns(content=redact_pii(pl.col("content")))
+    )
+    parts = []
+    for (tier,), rows in turns.group_by("tier", maintain_order=True):
+        parts.append(f"<h3>Tier {escape(str(tier))}</h3>")
+        for (_,), sample in rows.group_by("_n", maintain_order=True):
+            first = sample.row(0, named=True)
+            parts.append(
+                f'<div class="example"><p class="muted">{escape(first["source_file"] or "")}'
+                f" row {first['source_row']} · {escape(first['record_id'] or '')}</p>"
+            )
+            parts += [
+                f'<div class="turn"><span class="role">{escape(r)}</span>\n{escape(c or "")}</div>'
+                for r, c in sample.select("role", "content").iter_rows()
+            ]
+            parts.append("</div>")
+    return "".join(parts)

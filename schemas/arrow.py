@@ -78,3 +78,75 @@ FAULT_CODES = pa.schema(
         ("source", pa.string()),
     ]
 )
+
+# Tool-use samples (pipeline.tool_samples): `messages` + `tools` for Hugging Face / TRL chat
+# templates, `conversations` + `tools_json` for LLaMA-Factory's sharegpt tool format.
+TOOL_CALL = pa.struct(
+    [
+        ("type", pa.string()),
+        (
+            "function",
+            pa.struct([("name", pa.string()), ("arguments", pa.struct([("code", pa.string())]))]),
+        ),
+    ]
+)
+TOOL_MESSAGE = pa.struct(
+    [("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.list_(TOOL_CALL))]
+)
+TOOL_SCHEMA = pa.struct(
+    [
+        (
+            "function",
+            pa.struct(
+                [
+                    ("description", pa.string()),
+                    ("name", pa.string()),
+                    (
+                        "parameters",
+                        pa.struct(
+                            [
+                                (
+                                    "properties",
+                                    pa.struct(
+                                        [
+                                            (
+                                                "code",
+                                                pa.struct(
+                                                    [
+                                                        ("description", pa.string()),
+                                                        ("type", pa.string()),
+                                                    ]
+                                                ),
+                                            )
+                                        ]
+                                    ),
+                                ),
+                                ("required", pa.list_(pa.string())),
+                                ("type", pa.string()),
+                            ]
+                        ),
+                    ),
+                ]
+            ),
+        ),
+        ("type", pa.string()),
+    ]
+)
+SFT_TOOLS = pa.schema(
+    [
+        ("record_id", pa.string()),
+        ("source_kind", pa.string()),
+        ("source_file", pa.string()),
+        ("source_row", pa.int64()),
+        ("tier", pa.string()),
+        ("language", pa.string()),
+        ("alarm_codes", pa.list_(pa.string())),
+        ("kb_ids", pa.list_(pa.string())),
+        ("tool_calls", pa.int32()),
+        ("messages", pa.list_(TOOL_MESSAGE)),
+        ("tools", pa.list_(TOOL_SCHEMA)),
+        ("conversations", pa.list_(MESSAGE)),
+        ("tools_json", pa.string()),
+        ("n_tokens", pa.int32()),
+    ]
+)

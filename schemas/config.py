@@ -20,6 +20,7 @@ from schemas.plan import PlanConfig
 from schemas.publish import PublishConfig
 from schemas.samples import MessagesConfig, StructureConfig, TierConfig
 from schemas.tokens import TokenizerConfig
+from schemas.trainer import ToolSamplesConfig, TrainerConfig
 
 
 class ConfigError(ValueError):
@@ -52,6 +53,8 @@ class PipelineConfig(BaseModel):
     tokens: TokenizerConfig = TokenizerConfig()
     plan: PlanConfig = PlanConfig()
     publish: PublishConfig = PublishConfig()
+    tool_samples: ToolSamplesConfig = ToolSamplesConfig()
+    trainer: TrainerConfig = TrainerConfig()
 
     def config_hash(self) -> str:
         """Stable hash of the effective configuration (defaults included)."""

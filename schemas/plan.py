@@ -23,7 +23,7 @@ class StageConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    corpus: str  # key of the lengths mapping: "pretrain", "tier_A", "tier_B", "tier_C"
+    corpus: str  # key of the lengths mapping: "pretrain", "tier_A", "tier_B", "tier_C", "sft_tools"
     share: float = Field(default=1.0, gt=0.0, le=1.0)  # fraction of the corpus rows used
     model: str = "qwen2.5-7b"  # preset name or a config.json path
     method: Method = "lora"
@@ -53,6 +53,7 @@ class PlanConfig(BaseModel):
             ),
             StageConfig(name="sft-expert", corpus="tier_A"),
             StageConfig(name="sft-broad", corpus="tier_B"),
+            StageConfig(name="sft-tools", corpus="sft_tools"),
             StageConfig(name="align", corpus="tier_C", share=0.1, global_batch_tokens=65_536),
         ]
     )

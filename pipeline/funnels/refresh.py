@@ -288,6 +288,7 @@ def _alarm_logs(run: _Run, folder: Path, root: Path, earlier: list[SourceRun]) -
     result = run.runner("alarm_logs.funnel", key, inputs, {})
     source.outputs = list(result.values())
     source.sft = [result["render"].kept]
+    source.tables = {"incidents": result["incidents"].kept}
     all_events = pl.read_parquet(result["ingest"].kept)
     source.state = {
         "alarm_events": all_events,

@@ -14,7 +14,9 @@ from pipeline.funnels.stage_files import load_rejects
 from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_counts, funnel
 from pipeline.plan import plan_snapshot
 from pipeline.publish import SnapshotWriter, new_snapshot_id
-from pipeline.report_html import render_report
+from pipeline.report_html import render_report, snapshot_history
+from pipeline.tool_samples import tool_use_samples
+from pipeline.trainer_configs import write_trainer_configs
 from schemas import arrow
 from schemas.config import PipelineConfig
 from schemas.manifest import Counts, InputFile, Manifest, RefreshSummary, StageOutput
@@ -32,7 +34,7 @@ class SourceRun:
     sft: list[str] = field(default_factory=list)  # rendered samples
     ledger: list[pl.DataFrame] = field(default_factory=list)  # rows of every current file
     state: dict[str, pl.DataFrame] = field(default_factory=dict)  # read by the next refresh
-    tables: dict[str, str] = field(default_factory=dict)  # pretrain, fault_codes
+    tables: dict[str, str] = field(default_factory=dict)  # pretrain, fault_codes, incidents
     side_rejects: list[pl.DataFrame] = field(default_factory=list)  # outside the SFT funnel
     sources: dict[str, dict[str, int]] = field(default_factory=dict)  # manifest.sources
     carries_published: bool = False  # unchanged files keep their published samples and rejects
@@ -143,6 +145,7 @@ def publish_snapshot(
     ).sort("path")
     tables = {name: pl.read_parquet(p) for r in runs for name, p in r.tables.items()}
     pretrain = tables.get("pretrain")
+    tools = tool_use_samples(sft, tables.get("fault_codes"), cfg.tokens, cfg.tool_samples)
     refresh = RefreshSummary(
         previous_snapshot=state.name if state else None,
         processed=sorted(p for r in runs for p in r.plan.to_process),
@@ -156,8 +159,10 @@ def publish_snapshot(
         if "fault_codes" in tables:
             writer.write_table("fault_codes", tables["fault_codes"], arrow.FAULT_CODES)
         writer.write_table("rejects", rejects, arrow.REJECTS)
-        plan = plan_snapshot(sft, pretrain, cfg.plan)
+        writer.write_table("sft_tools", tools.kept, arrow.SFT_TOOLS)
+        plan = plan_snapshot(sft, pretrain, cfg.plan, tools.kept)
         writer.write_json("plan.json", plan.model_dump(mode="json"))
+        write_trainer_configs(writer, plan, cfg.plan, cfg.trainer)
         writer.write_state("ledger", ledger)
         writer.write_state("counts", counts_long)
         for r in runs:
@@ -171,12 +176,22 @@ def publish_snapshot(
             config_hash=cfg.config_hash(),
             inputs=[InputFile(**row) for row in ledger.iter_rows(named=True)],
             counts=counts,
-            sources={k: v for r in runs for k, v in r.sources.items()},
+            sources={k: v for r in runs for k, v in r.sources.items()}
+            | {"sft_tools": tools.counters},
             refresh=refresh,
             outputs=writer.outputs,
         )
+        manifest = manifest.model_copy(update={"outputs": writer.outputs})
         pretrain_tokens = pretrain["n_tokens"] if pretrain is not None else None
-        report = render_report(manifest, plan, sft.select("tier", "n_tokens"), pretrain_tokens)
+        report = render_report(
+            manifest,
+            plan,
+            sft.select("tier", "n_tokens"),
+            pretrain_tokens,
+            history=snapshot_history(out),
+            sft=sft,
+            incidents=tables.get("incidents"),
+        )
         writer.write_text("report.html", report)
         manifest = manifest.model_copy(update={"outputs": writer.outputs})
         path = writer.commit(manifest)

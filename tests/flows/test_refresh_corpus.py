@@ -33,7 +33,13 @@ def test_every_source_is_published(snapshot):
     codes = pl.read_parquet(snapshot / "fault_codes")
     assert {"FANUC:SV0401", "SINUMERIK:25000"} <= set(codes["code"])
     plan = json.loads((snapshot / "plan.json").read_text())
-    assert [s["corpus"] for s in plan["stages"]] == ["pretrain", "tier_A", "tier_B", "tier_C"]
+    corpora = ["pretrain", "tier_A", "tier_B", "sft_tools", "tier_C"]
+    assert [s["corpus"] for s in plan["stages"]] == corpora
+    tools = pl.read_parquet(snapshot / "sft_tools")
+    assert tools.height > 0 and set(tools["kb_ids"].explode()) <= set(codes["record_id"])
+    assert (snapshot / "trainer" / "dataset_info.json").exists()
+    assert (snapshot / "trainer" / "llamafactory" / "sft-tools.yaml").exists()
+    assert '<section id="timeline">' in (snapshot / "report.html").read_text(encoding="utf-8")
 
 
 def test_manifest_accounts_for_every_line_and_row(snapshot, sample_data):
