@@ -210,9 +210,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"estimate: {exc}", file=sys.stderr)
         return 2
-    out = b.as_json()
-    out["measure"] = args.measure
-    out["expected_gib"] = round(b.measured(args.measure) / GIB, 3)
+    out = b.as_json(args.measure)
     if gpu is not None:
         budget = gpu.memory_bytes * (1 - args.headroom)
         fit = b.plan_with_bytes <= budget
@@ -325,12 +323,15 @@ def _table(out: dict, s: TrainingSetup) -> str:
         note = "  (not alive at this phase)" if v["bytes"] == 0 and name == "gradients" else ""
         lines.append(f"{name:<22}{v['gib']:>10.2f}{note}")
     lines += [
-        f"{'total (per device)':<22}{out['total_gib']:>10.2f}",
+        f"{'device total':<22}{out['device_gib']:>10.2f}",
         "",
+        f"PEAK ({out['measure']}, per device): {out['total_gib']:.2f} GiB "
+        f"(expected {out['expected_gib']:.2f} GiB + {100 * out['safety_bias']:.0f} % safety bias, "
+        "docs/calibration.md)",
         "phases: " + ", ".join(f"{k} {v:.2f}" for k, v in out["phases_gib"].items()) + " GiB",
         f"allocated {out['allocated_gib']:.2f} GiB, reserved {out['reserved_gib']:.2f} GiB, "
-        f"device {out['total_gib']:.2f} GiB",
-        f"expected ({out['measure']}) {out['expected_gib']:.2f} GiB; plan with "
+        f"device {out['device_gib']:.2f} GiB",
+        "plan with "
         f"{out['plan_with_gib']:.2f} GiB (device total + {100 * out['plan_margin']:.0f} % margin "
         f"of regime '{out['regime']}', docs/calibration.md)",
     ]

@@ -19,9 +19,10 @@ The terms follow the physics in ../shared/reference/gpu-memory.md:
   parameter that also holds adapters;
 - the backward of one layer: its recomputed activations plus the gradients of the MLP's two
   widest intermediates (gate and up, 2 x intermediate_size per token);
-- the caching allocator: reserved = allocated x (1 + reserve), plus, when batch shapes vary,
-  a fragmentation share of the shape-dependent bytes (activations and loss); then CUDA context
-  and NCCL buffers on top, outside the allocator.
+- the caching allocator: reserved = allocated + reserve x what is allocated within a step, plus,
+  when batch shapes vary, a fragmentation share of the loss buffers (the step's largest blocks);
+  then CUDA context and NCCL buffers on top, outside the allocator, and bitsandbytes paged
+  optimizer states, which live in unified memory the allocator never sees.
 Only the two allocator constants (schemas.memory.ALLOCATOR_RESERVE, FRAGMENTATION) are fitted;
 docs/calibration.md gives the in-sample and leave-one-source-out errors against published peaks.
 """
@@ -281,8 +282,10 @@ def logits_bytes(m: ModelSpec, s: TrainingSetup) -> float:
 
 def _overhead_bytes(s: TrainingSetup, dynamic: float, shaped: float) -> tuple[float, float]:
     """(allocator reserve, context + NCCL) in bytes. `dynamic`: bytes allocated and freed within
-    a step, whose blocks the cache keeps; `shaped`: the part that scales with the batch shape
-    (activations, loss), which fragments the cache when shapes vary."""
+    a step, whose blocks the cache keeps; `shaped`: the loss buffers (tokens x vocab), the largest
+    blocks of a step, which fragment the cache when shapes vary: a longer batch needs bigger
+    blocks than the cached ones, so new segments are reserved and the old ones stay cached.
+    Activations are many layer-sized tensors that reuse cached blocks and are not counted."""
     nccl = s.nccl_gib if s.nccl_gib is not None else (0.5 if s.world_size > 1 else 0.0)
     reserve = dynamic * s.allocator_reserve
     if s.variable_length:
@@ -375,8 +378,15 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
         buffers += 2 * min(ZERO_BUCKET_ELEMENTS, trainable) * 2.0
     if quant is not None:
         buffers += pc.largest_linear / tp * 2.0
+    paged = 0.0
+    if s.optimizer.startswith("paged"):
+        # bitsandbytes paged optimizers keep their states in CUDA unified memory
+        # (cudaMallocManaged), outside torch's caching allocator: torch.cuda.max_memory_* never
+        # sees them and the driver pages them to the CPU under pressure; their step is a fused
+        # kernel (no scratch). They count in the device total only, as resident pages.
+        paged, optimizer, step_temp = optimizer, 0.0, 0.0
     if s.offload in ("optimizer", "all"):
-        optimizer, step_temp = 0.0, 0.0
+        optimizer, step_temp, paged = 0.0, 0.0, 0.0
     if s.offload == "all":
         weights, buffers = 0.0, gathered
         gradients = 0.0
@@ -413,7 +423,7 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
         adapters=adapters,
         buffers=buffers,
     )
-    return _breakdown(m, s, pc, trainable, static, components, moments)
+    return _breakdown(m, s, pc, trainable, static, components, moments, paged)
 
 
 def _breakdown(
@@ -424,13 +434,17 @@ def _breakdown(
     static: float,
     components: dict[str, float],
     moments: dict[str, dict[str, float]],
+    paged: float = 0.0,
 ) -> MemoryBreakdown:
     phases: dict[str, int] = {}
+    parts: dict[str, tuple[int, int, int]] = {}
     best: tuple[float, str, dict[str, float], float, float] | None = None
     for name, terms in moments.items():
         allocated = static + sum(terms.values())
-        shaped = terms.get("activations", 0.0) + terms.get("logits_and_loss", 0.0)
-        reserve, fixed = _overhead_bytes(s, sum(terms.values()), shaped)
+        dynamic, shaped = sum(terms.values()), terms.get("logits_and_loss", 0.0)
+        parts[name] = (int(allocated), int(dynamic), int(shaped))
+        reserve, fixed = _overhead_bytes(s, dynamic, shaped)
+        fixed += paged
         phases[name] = int(allocated + reserve + fixed)
         if best is None or allocated + reserve > best[0] + best[3]:
             best = (allocated, name, terms, reserve, fixed)
@@ -450,9 +464,12 @@ def _breakdown(
         adapters=int(components["adapters"]),
         buffers=int(components["buffers"]),
         allocator_reserve=int(reserve),
-        context=int(fixed),
+        context=int(fixed - paged),
+        paged_optimizer=int(paged),
         peak_phase=phase,  # type: ignore[arg-type]
         phases=phases,
+        phase_parts=parts,
+        variable_length=s.variable_length,
         components={k: int(v) for k, v in components.items()},
         regime=name,
         plan_margin=PLAN_MARGINS.get(name, DEFAULT_PLAN_MARGIN),
