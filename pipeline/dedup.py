@@ -547,23 +547,29 @@ def _contradictions(
     return far, slips
 
 
-_DAY = r"(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})"
+_YMD = r"(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})"
+_XXY = r"(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})"  # 07/02/2024: month or day first
 
 
 def _days(texts: pl.Series) -> np.ndarray:
-    """Day number of each reported date (year-month-day first, any separator); NaN unknown."""
-    parts = texts.str.extract_groups(_DAY)
-    date = pl.DataFrame({"p": parts}).select(
-        pl.format(
-            "{}-{}-{}",
-            pl.col("p").struct.field("1"),
-            pl.col("p").struct.field("2").str.zfill(2),
-            pl.col("p").struct.field("3").str.zfill(2),
-        )
-        .str.strptime(pl.Date, "%Y-%m-%d", strict=False)
-        .cast(pl.Int32)
+    """(n, 2) day numbers of each reported date: year-month-day in both columns; for
+    `07/02/2024` month-first, then day-first (an export may use either). NaN: unknown."""
+    frame = pl.DataFrame({"t": texts.cast(pl.String)}).with_columns(
+        pl.col("t").str.extract_groups(_YMD).alias("ymd"),
+        pl.col("t").str.extract_groups(_XXY).alias("xxy"),
     )
-    return date.to_series().cast(pl.Float64).fill_null(np.nan).to_numpy()
+    ymd, xxy = pl.col("ymd").struct.field, pl.col("xxy").struct.field
+
+    def day(y: pl.Expr, m: pl.Expr, d: pl.Expr) -> pl.Expr:
+        text = pl.format("{}-{}-{}", y, m.str.zfill(2), d.str.zfill(2))
+        return text.str.strptime(pl.Date, "%Y-%m-%d", strict=False).cast(pl.Int32)
+
+    first = day(ymd("1"), ymd("2"), ymd("3"))
+    out = frame.select(
+        pl.coalesce(first, day(xxy("3"), xxy("1"), xxy("2"))).alias("a"),
+        pl.coalesce(first, day(xxy("3"), xxy("2"), xxy("1"))).alias("b"),
+    )
+    return out.cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
 def _tokens(texts: pl.Series, fillers: list[str]) -> pl.DataFrame:
@@ -618,7 +624,8 @@ def _agree(a: pl.Series, b: pl.Series, cfg: DedupConfig) -> np.ndarray:
 
 
 def _decide(nodes: dict, sig: np.ndarray, u: np.ndarray, v: np.ndarray, cfg: DedupConfig) -> dict:
-    """Which candidate pairs are one incident (see schemas.dedup); pairs and counters."""
+    """Which candidate pairs are one incident (see schemas.dedup); pairs and counters.
+    Alarm codes agree when neither record has one the other lacks, or one names none."""
     share = _agreement(sig, u, v)
     keep = share >= cfg.moderate_threshold
     u, v, share = u[keep], v[keep], share[keep]
@@ -630,15 +637,10 @@ def _decide(nodes: dict, sig: np.ndarray, u: np.ndarray, v: np.ndarray, cfg: Ded
     slips = np.maximum(slip_codes, slip_numbers)
     clean = same_machine & ~far_codes & ~far_numbers
     by_text = clean & (share >= cfg.threshold) & (slips <= cfg.max_code_slips)
-    maybe = np.flatnonzero(
-        clean
-        & ~by_text
-        & (slips == 0)
-        & (machine[u] != 0)
-        & (nodes["codes_hash"][u] == nodes["codes_hash"][v])
-    )
+    maybe = np.flatnonzero(clean & ~by_text & (slips == 0) & (machine[u] != 0))
     days = nodes["days"]
-    near_in_time = np.abs(days[u[maybe]] - days[v[maybe]]) <= cfg.time_window_days
+    apart = np.abs(days[u[maybe]] - days[v[maybe]])  # per reading of the dates
+    near_in_time = (apart <= cfg.time_window_days).any(axis=1)
     maybe = maybe[near_in_time]  # NaN (unknown date) compares False
     verdicts = [
         _agree(nodes[p].gather(u[maybe]), nodes[p].gather(v[maybe]), cfg)

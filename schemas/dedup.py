@@ -18,7 +18,7 @@ checked against old ones. It is plain integer columns, stored as Parquet:
 | `diagnosis`    | String                 | the cause column; null when absent or damaged        |
 | `action`       | String                 | the action column; null when absent or damaged       |
 
-LSH finds candidate pairs down to about J 0.5 (32 bands × 4 rows). A candidate pair is one
+LSH finds candidate pairs from about J 0.4-0.5 on (32 bands × 4 rows). A candidate pair is one
 incident entered twice when either
 
 - its text is very similar (signature agreement >= `threshold`), or
@@ -69,7 +69,7 @@ class DedupConfig(BaseModel):
         "this share of signature values agree",
     )
     moderate_threshold: float = Field(
-        0.5,
+        0.4,
         gt=0.0,
         le=1.0,
         description="moderately similar text (this share of signature values agree): a near "
@@ -99,8 +99,9 @@ class DedupConfig(BaseModel):
         1, ge=0, description="re-typing slips in codes a very similar pair may still have"
     )
     lossy_repairs: tuple[str, ...] = Field(
-        ("unrecoverable", "gbk_lossy"),
-        description="`repairs` tags whose records' diagnosis/action are no evidence",
+        ("gbk_lossy",),
+        description="`repairs` tags of a lossy repair: the record's diagnosis and action are "
+        "no evidence (`锟斤拷`/U+FFFD are found per field)",
     )
     seed: int = Field(1, ge=0, description="datasketch MinHash seed")
     scheme: Literal["affine32", "legacy"] = Field(
