@@ -139,6 +139,17 @@ class StructureConfig(BaseModel):
             ],
         }
     )  # fmt: skip
+    # A one-clause record opening with one of these verbs is a work request ("inspect and
+    # replace rollers as required"): not split at its conjunctions into symptom and action.
+    work_request_verbs: list[str] = Field(
+        default_factory=lambda: [
+            "inspect", "check", "replace", "remove", "repair", "service", "install", "fit",
+            "change", "clean", "flush", "disable", "sample", "run", "test", "investigate",
+            "organise", "organize", "supply", "fabricate", "weld", "adjust", "lubricate",
+            "grease", "top up", "rectify", "swap", "order", "modify", "reset", "refit",
+            "检查", "更换", "拆除", "安装", "清洗", "维修", "调整", "排查",
+        ]
+    )  # fmt: skip
     # Clause text equal to one of these (ignoring case and punctuation) means "nothing".
     null_values: list[str] = Field(
         default_factory=lambda: [
