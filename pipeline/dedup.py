@@ -479,8 +479,10 @@ def _node_key(content: np.ndarray, codes: np.ndarray, machine: np.ndarray) -> np
 
 
 def _slips(a: pl.Series, b: pl.Series, substitution: bool) -> np.ndarray:
-    """Whether each b differs from its a (both 3+ characters) by one re-typing slip: one
-    inserted, deleted or swapped adjacent character, or with `substitution` one replaced."""
+    """Whether each b differs from its a (both 3+ characters) by one re-typing slip: one or
+    two adjacent characters inserted or deleted, two adjacent ones swapped, and with
+    `substitution` (numbers of the text) one replaced or a stray letter joining the number
+    to its neighbour."""
     width = 24
     la = a.str.len_chars().to_numpy().astype(np.int64)
     lb = b.str.len_chars().to_numpy().astype(np.int64)
@@ -505,9 +507,20 @@ def _slips(a: pl.Series, b: pl.Series, substitution: bool) -> np.ndarray:
     )
     swap = same_len & (prefix + suffix == la - 2) & swapped
     replace = same_len & (prefix + suffix == la - 1) & substitution
-    indel = (np.abs(la - lb) == 1) & (prefix + suffix >= shortest)
-    fits = (np.maximum(la, lb) <= width) & (np.maximum(la, lb) >= 3)
-    return fits & (swap | replace | indel)
+    gap = np.abs(la - lb)
+    indel = (gap >= 1) & (gap <= 2) & (prefix + suffix >= shortest)
+    # a stray letter joined the number with the next (or previous) one: 1234 -> 1234c05
+    longer = np.where((la > lb)[:, None], left_a, left_b)
+    after = longer[rows, np.minimum(shortest, width - 1)]
+    before = longer[rows, np.clip(np.maximum(la, lb) - shortest - 1, 0, width - 1)]
+    letter = (after >= ord("a")) & (after <= ord("z")), (before >= ord("a")) & (before <= ord("z"))
+    joined = (
+        substitution
+        & (gap >= 2)
+        & (((prefix >= shortest) & letter[0]) | ((suffix >= shortest) & letter[1]))
+    )
+    fits = (np.maximum(la, lb) <= width) & (shortest >= 3)
+    return fits & (swap | replace | indel | joined)
 
 
 def _contradictions(
