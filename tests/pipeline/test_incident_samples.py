@@ -64,7 +64,8 @@ def test_incidents_join_the_knowledge_base(kb: pl.DataFrame, events: pl.DataFram
     )
     assert encoder["symptom"].startswith(
         "Alarm SINUMERIK:25000 Axis X1 hardware fault of active encoder on DMU-07 "
-        "(from 2024-03-12 09:14:05, raised 2 times until 09:21:33, cleared 2024-03-12 09:23:02)"
+        "(from 2024-03-12 09:14:05, raised 3 times until 2024-03-13 15:40:18, "
+        "cleared 2024-03-13 15:44:30)"
     )
     assert encoder["prevention"].startswith("inspect encoder cables")
     assert encoder["tier_hint"] is None  # complete: the tier stage decides
