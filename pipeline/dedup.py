@@ -356,6 +356,30 @@ def _candidate_pairs(bh: np.ndarray, window: int, n_new: int) -> tuple[np.ndarra
     return (key >> _U64(32)).astype(np.int64), (key & _MASK32).astype(np.int64)
 
 
+def _candidates(
+    sig: np.ndarray, machine: np.ndarray, n_new: int, cfg: DedupConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs: by text (`bands` × `rows`, about J >= 0.55 on), and among the nodes
+    naming a machine, by text and machine (`moderate_bands` × `moderate_rows`, about J >= 0.4
+    on, buckets split by machine: the moderate rule needs the same machine)."""
+    u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)
+    named = np.flatnonzero(machine != 0)
+    if len(named) == 0:
+        return u, v
+    bh = band_hashes(sig[named], cfg.moderate_bands, cfg.moderate_rows)
+    bh ^= _fmix64(machine[named] ^ _MIX2)[:, None]
+    mu, mv = _candidate_pairs(bh, cfg.pair_window, int(np.searchsorted(named, n_new)))
+    key = np.unique(
+        np.concatenate(
+            [
+                (u.astype(np.uint64) << _U64(32)) | v.astype(np.uint64),
+                (named[mu].astype(np.uint64) << _U64(32)) | named[mv].astype(np.uint64),
+            ]
+        )
+    )
+    return (key >> _U64(32)).astype(np.int64), (key & _MASK32).astype(np.int64)
+
+
 def _agreement(sig: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Share of equal signature values per pair (MinHash estimate of Jaccard)."""
     out = np.empty(len(u), dtype=np.float64)
@@ -780,7 +804,7 @@ def dedup(
     node_key = _node_key(node_content, node_codes_hash, node_machine)
 
     # near-duplicate edges, decided; exact edges to the old index
-    u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)
+    u, v = _candidates(sig, node_machine, n_new, cfg)
     n_candidates = len(u)
     evidence = _evidence(df, rep_rows, cfg)
     nodes = {

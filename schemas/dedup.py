@@ -18,7 +18,8 @@ checked against old ones. It is plain integer columns, stored as Parquet:
 | `diagnosis`    | String                 | the cause column; null when absent or damaged        |
 | `action`       | String                 | the action column; null when absent or damaged       |
 
-LSH finds candidate pairs from about J 0.4-0.5 on (32 bands × 4 rows). A candidate pair is one
+LSH finds candidate pairs from about J 0.55 on (20 bands × 5 rows), and among records on
+one machine from about J 0.4 on (32 × 4, buckets split by machine). A candidate pair is one
 incident entered twice when either
 
 - its text is very similar (signature agreement >= `threshold`), or
@@ -59,8 +60,12 @@ class DedupConfig(BaseModel):
 
     shingle_size: int = Field(5, ge=1, le=32, description="characters per shingle")
     num_perm: int = Field(128, ge=8, le=1024, description="MinHash permutations")
-    bands: int = Field(32, ge=1, description="LSH bands")
-    rows: int = Field(4, ge=1, description="signature values per band")
+    bands: int = Field(20, ge=1, description="LSH bands of the text candidates")
+    rows: int = Field(5, ge=1, description="signature values per band")
+    moderate_bands: int = Field(
+        32, ge=1, description="LSH bands of the candidates on one machine (moderate rule)"
+    )
+    moderate_rows: int = Field(4, ge=1, description="signature values per moderate band")
     threshold: float = Field(
         0.7,
         gt=0.0,
@@ -131,10 +136,11 @@ class DedupConfig(BaseModel):
     def _bands_fit(self) -> DedupConfig:
         if self.moderate_threshold > self.threshold:
             raise ValueError("moderate_threshold must not exceed threshold")
-        if self.bands * self.rows > self.num_perm:
-            raise ValueError(
-                f"bands × rows = {self.bands * self.rows} exceeds num_perm = {self.num_perm}"
-            )
+        for bands, rows in ((self.bands, self.rows), (self.moderate_bands, self.moderate_rows)):
+            if bands * rows > self.num_perm:
+                raise ValueError(
+                    f"bands × rows = {bands * rows} exceeds num_perm = {self.num_perm}"
+                )
         return self
 
     def sig_key(self) -> str:

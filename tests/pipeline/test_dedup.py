@@ -322,7 +322,7 @@ def test_index_from_other_signature_settings_is_refused() -> None:
 
 @pytest.mark.parametrize("scheme", ["affine32", "legacy"])
 def test_signatures_equal_datasketch(scheme: str) -> None:
-    cfg = DedupConfig(scheme=scheme, num_perm=64, bands=8, rows=8, seed=3)
+    cfg = DedupConfig(scheme=scheme, num_perm=64, bands=8, rows=8, moderate_bands=16, seed=3)
     texts = pl.Series(["主轴异响温升65度", "spindlenoise", "sv0401", "ab"])
     hashes, offsets = shingle_hashes(texts, cfg.shingle_size)
     ours = signatures(hashes, offsets, cfg)
