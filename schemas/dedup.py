@@ -19,7 +19,7 @@ checked against old ones. It is plain integer columns, stored as Parquet:
 | `action`       | String                 | the action column; null when absent or damaged       |
 
 LSH finds candidate pairs from about J 0.55 on (20 bands × 5 rows), and among records on
-one machine from about J 0.4 on (32 × 4, buckets split by machine). A candidate pair is one
+one machine from about J 0.4 on (16 × 3, buckets split by machine). A candidate pair is one
 incident entered twice when either
 
 - its text is very similar (signature agreement >= `threshold`), or
@@ -63,9 +63,9 @@ class DedupConfig(BaseModel):
     bands: int = Field(20, ge=1, description="LSH bands of the text candidates")
     rows: int = Field(5, ge=1, description="signature values per band")
     moderate_bands: int = Field(
-        32, ge=1, description="LSH bands of the candidates on one machine (moderate rule)"
+        16, ge=1, description="LSH bands of the candidates on one machine (moderate rule)"
     )
-    moderate_rows: int = Field(4, ge=1, description="signature values per moderate band")
+    moderate_rows: int = Field(3, ge=1, description="signature values per moderate band")
     threshold: float = Field(
         0.7,
         gt=0.0,
