@@ -13,8 +13,12 @@ Pipeline, all columnar:
    the same shingle hashes, seed, `num_perm` and scheme. Large arrays are worked a
    block at a time, so temporaries stay in cache and no big buffer is faulted in.
 4. LSH: band hashes, one stable polars sort by (band, band_hash) bucket to candidate
-   pairs, verified by signature agreement >= `threshold` and by the alarm-code guard
-   (two records whose alarm-code sets are both non-empty and differ are kept apart).
+   pairs: by text (20 × 5 bands), and among records naming a machine by text and machine
+   (16 × 3, about J >= 0.4). A pair is merged on very similar text (signature agreement >=
+   `threshold`), or on moderately similar text when machine, alarm codes, reported date and
+   the diagnosis and action columns agree; alarm codes and code-like numbers are weighed
+   (a re-typing slip does not block, another code does); damaged fields are no evidence
+   (schemas.dedup has the rule).
 5. Connected components over the verified pairs (vectorized union-find); in each
    cluster the most complete record is kept, the others are rejected with the
    record_id they duplicate. Records of a previously published index are never
@@ -23,6 +27,7 @@ Pipeline, all columnar:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -32,6 +37,7 @@ import polars as pl
 import pyarrow.compute as pc
 from datasketch import MinHash
 
+from pipeline.normalize import is_unrecoverable
 from pipeline.stage import StageResult, make_rejects, stage_result
 from schemas.dedup import DedupConfig, index_schema
 
@@ -47,7 +53,9 @@ _DATE = (
 )
 # whitespace, punctuation, control characters. One pass with the dates gives the same text
 # as removing dates first: a date starts with a digit and a run of these holds none.
-_DATE_OR_STRIP = _DATE + r"|[\s\p{P}\p{C}]+"
+# 锟斤拷 runs and U+FFFD mark bytes lost before we saw the text: no evidence either way, so they
+# are removed too (two damaged records must not look alike for their damage).
+_DATE_OR_STRIP = _DATE + r"|[\s\p{P}\p{C}]+|(?:锟斤拷)+|\x{FFFD}+"
 # Text made only of these characters is its own NFKC form and lower-cases as ASCII does:
 # ASCII, CJK ideographs, CJK brackets and stops, ° and curly quotes (all NFKC-stable and
 # uncased), and full-width ！（），；？, whose NFKC forms are ASCII punctuation that neither the
@@ -352,6 +360,30 @@ def _candidate_pairs(bh: np.ndarray, window: int, n_new: int) -> tuple[np.ndarra
     return (key >> _U64(32)).astype(np.int64), (key & _MASK32).astype(np.int64)
 
 
+def _candidates(
+    sig: np.ndarray, machine: np.ndarray, n_new: int, cfg: DedupConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs: by text (`bands` × `rows`, about J >= 0.55 on), and among the nodes
+    naming a machine, by text and machine (`moderate_bands` × `moderate_rows`, about J >= 0.4
+    on, buckets split by machine: the moderate rule needs the same machine)."""
+    u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)
+    named = np.flatnonzero(machine != 0)
+    if len(named) == 0:
+        return u, v
+    bh = band_hashes(sig[named], cfg.moderate_bands, cfg.moderate_rows)
+    bh ^= _fmix64(machine[named] ^ _MIX2)[:, None]
+    mu, mv = _candidate_pairs(bh, cfg.pair_window, int(np.searchsorted(named, n_new)))
+    key = np.unique(
+        np.concatenate(
+            [
+                (u.astype(np.uint64) << _U64(32)) | v.astype(np.uint64),
+                (named[mu].astype(np.uint64) << _U64(32)) | named[mv].astype(np.uint64),
+            ]
+        )
+    )
+    return (key >> _U64(32)).astype(np.int64), (key & _MASK32).astype(np.int64)
+
+
 def _agreement(sig: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Share of equal signature values per pair (MinHash estimate of Jaccard)."""
     out = np.empty(len(u), dtype=np.float64)
@@ -474,19 +506,221 @@ def _node_key(content: np.ndarray, codes: np.ndarray, machine: np.ndarray) -> np
     return _fmix64(content ^ (codes * _MIX2) ^ _fmix64(machine ^ _MIX))
 
 
-def _guard(
-    codes: pl.Series, numbers: pl.Series, machine: np.ndarray, u: np.ndarray, v: np.ndarray
-) -> np.ndarray:
-    """Pairs that may be merged: same machine columns, and for alarm codes and for code-like
-    numbers, one record's set contains the other's."""
+def _slips(a: pl.Series, b: pl.Series, substitution: bool) -> np.ndarray:
+    """Whether each b differs from its a (both 3+ characters) by one re-typing slip: one or
+    two adjacent characters inserted or deleted, two adjacent ones swapped, and with
+    `substitution` (numbers of the text) one replaced or a stray letter joining the number
+    to its neighbour."""
+    width = 24
+    la = a.str.len_chars().to_numpy().astype(np.int64)
+    lb = b.str.len_chars().to_numpy().astype(np.int64)
 
-    def nested(sets: pl.Series) -> pl.Expr:
-        a, b = sets.gather(u), sets.gather(v)
-        return (a.list.set_difference(b).list.len() == 0) | (
-            b.list.set_difference(a).list.len() == 0
+    def grid(s: pl.Series, end: bool) -> np.ndarray:
+        fixed = (s.str.pad_end if end else s.str.pad_start)(width, "\0").str.slice(0, width)
+        raw = fixed.str.join("").item().encode("utf-32-le") if len(s) else b""
+        return np.frombuffer(raw, np.uint32).reshape(len(s), width)
+
+    shortest = np.minimum(la, lb)
+    left_a, left_b = grid(a, True), grid(b, True)
+    differ = left_a != left_b
+    prefix = np.where(differ.any(axis=1), differ.argmax(axis=1), width)
+    differ = (grid(a, False) != grid(b, False))[:, ::-1]
+    suffix = np.where(differ.any(axis=1), differ.argmax(axis=1), width)
+    prefix, suffix = np.minimum(prefix, shortest), np.minimum(suffix, shortest)
+    same_len = la == lb
+    at = np.minimum(prefix, width - 2)
+    rows = np.arange(len(la))
+    swapped = (left_a[rows, at] == left_b[rows, at + 1]) & (
+        left_a[rows, at + 1] == left_b[rows, at]
+    )
+    swap = same_len & (prefix + suffix == la - 2) & swapped
+    replace = same_len & (prefix + suffix == la - 1) & substitution
+    gap = np.abs(la - lb)
+    indel = (gap >= 1) & (gap <= 2) & (prefix + suffix >= shortest)
+    # a stray letter joined the number with the next (or previous) one: 1234 -> 1234c05
+    longer = np.where((la > lb)[:, None], left_a, left_b)
+    after = longer[rows, np.minimum(shortest, width - 1)]
+    before = longer[rows, np.clip(np.maximum(la, lb) - shortest - 1, 0, width - 1)]
+    letter = (after >= ord("a")) & (after <= ord("z")), (before >= ord("a")) & (before <= ord("z"))
+    joined = (
+        substitution
+        & (gap >= 2)
+        & (((prefix >= shortest) & letter[0]) | ((suffix >= shortest) & letter[1]))
+    )
+    fits = (np.maximum(la, lb) <= width) & (shortest >= 3)
+    return fits & (swap | replace | indel | joined)
+
+
+def _contradictions(
+    sets: pl.Series, u: np.ndarray, v: np.ndarray, substitution: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: whether the two sets contradict each other (neither contains the other and
+    some element has no counterpart one slip away), and how many slips they differ by."""
+    a, b = sets.gather(u), sets.gather(v)
+    only_a, only_b = a.list.set_difference(b), b.list.set_difference(a)
+    both = ((only_a.list.len() > 0) & (only_b.list.len() > 0)).to_numpy()
+    far = np.zeros(len(u), dtype=bool)
+    slips = np.zeros(len(u), dtype=np.int64)
+    if not both.any():
+        return far, slips
+    pair = np.flatnonzero(both)
+    left = pl.DataFrame({"pair": pair, "x": only_a.filter(both)}).explode("x")
+    right = pl.DataFrame({"pair": pair, "y": only_b.filter(both)}).explode("y")
+    cross = left.join(right, on="pair")
+    cross = cross.with_columns(
+        pl.Series("slip", _slips(cross.get_column("x"), cross.get_column("y"), substitution))
+    )
+    matched = (
+        pl.concat(
+            [
+                cross.group_by("pair", "x").agg(pl.col("slip").any()).select("pair", "slip"),
+                cross.group_by("pair", "y").agg(pl.col("slip").any()).select("pair", "slip"),
+            ]
         )
+        .group_by("pair")
+        .agg(pl.col("slip").all().alias("all"), pl.len().alias("n"))
+    )
+    at = matched.get_column("pair").to_numpy()
+    far[at] = ~matched.get_column("all").to_numpy()
+    slips[at] = np.maximum(
+        only_a.filter(both).list.len().to_numpy(), only_b.filter(both).list.len().to_numpy()
+    )[np.searchsorted(pair, at)]
+    return far, slips
 
-    return (machine[u] == machine[v]) & (nested(codes) & nested(numbers)).to_numpy()
+
+_YMD = r"(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})"
+_XXY = r"(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})"  # 07/02/2024: month or day first
+
+
+def _days(texts: pl.Series) -> np.ndarray:
+    """(n, 2) day numbers of each reported date: year-month-day in both columns; for
+    `07/02/2024` month-first, then day-first (an export may use either). NaN: unknown."""
+    frame = pl.DataFrame({"t": texts.cast(pl.String)}).with_columns(
+        pl.col("t").str.extract_groups(_YMD).alias("ymd"),
+        pl.col("t").str.extract_groups(_XXY).alias("xxy"),
+    )
+    ymd, xxy = pl.col("ymd").struct.field, pl.col("xxy").struct.field
+
+    def day(y: pl.Expr, m: pl.Expr, d: pl.Expr) -> pl.Expr:
+        text = pl.format("{}-{}-{}", y, m.str.zfill(2), d.str.zfill(2))
+        return text.str.strptime(pl.Date, "%Y-%m-%d", strict=False).cast(pl.Int32)
+
+    first = day(ymd("1"), ymd("2"), ymd("3"))
+    out = frame.select(
+        pl.coalesce(first, day(xxy("3"), xxy("1"), xxy("2"))).alias("a"),
+        pl.coalesce(first, day(xxy("3"), xxy("2"), xxy("1"))).alias("b"),
+    )
+    return out.cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+
+def _tokens(texts: pl.Series, fillers: list[str]) -> pl.DataFrame:
+    """Distinct (id, token) of each text: Latin words and digit runs, and pairs of adjacent
+    Han characters (a lone Han character stands for itself); fillers removed first."""
+    han_fillers = [re.escape(f) for f in fillers if not f.isascii()]
+    latin_fillers = [f for f in fillers if f.isascii()]
+    runs = (
+        pl.DataFrame({"id": np.arange(len(texts)), "t": texts})
+        .with_columns(
+            pl.col("t")
+            .str.normalize("NFKC")
+            .str.to_lowercase()
+            .str.replace_all("|".join(han_fillers) or "^$", "")
+            .str.extract_all(r"[a-z0-9]+|\p{Han}+")
+        )
+        .explode("t")
+        .drop_nulls("t")
+        .filter(~pl.col("t").is_in(latin_fillers))
+    )
+    han = pl.col("t").str.contains(r"^\p{Han}")
+    pairs = (pl.col("t").str.len_chars() - 1).clip(1)
+    return (
+        runs.with_columns(pl.int_ranges(0, pl.when(han).then(pairs).otherwise(1)).alias("at"))
+        .explode("at")
+        .select("id", pl.when(han).then(pl.col("t").str.slice("at", 2)).otherwise("t"))
+        .unique()
+    )
+
+
+def _agree(a: pl.Series, b: pl.Series, cfg: DedupConfig) -> np.ndarray:
+    """Per pair of texts: 1 agree, 0 disagree, -1 no evidence (either null or tokenless)."""
+    ta, tb = _tokens(a, cfg.agreement_fillers), _tokens(b, cfg.agreement_fillers)
+    size_a = ta.group_by("id").len("na")
+    size_b = tb.group_by("id").len("nb")
+    common = ta.join(tb, on=["id", "t"]).group_by("id").len("nc")
+    nc = pl.col("nc").fill_null(0)
+    score = (
+        pl.DataFrame({"id": np.arange(len(a))})
+        .join(size_a, on="id", how="left")
+        .join(size_b, on="id", how="left")
+        .join(common, on="id", how="left")
+        .select(
+            pl.when(pl.col("na").is_null() | pl.col("nb").is_null())
+            .then(-1)
+            .when(nc / (pl.col("na") + pl.col("nb") - nc) >= cfg.part_agreement)
+            .then(1)
+            .otherwise(0)
+        )
+    )
+    return score.to_series().to_numpy()
+
+
+def _decide(nodes: dict, sig: np.ndarray, u: np.ndarray, v: np.ndarray, cfg: DedupConfig) -> dict:
+    """Which candidate pairs are one incident (see schemas.dedup); pairs and counters.
+    Alarm codes agree when neither record has one the other lacks, or one names none."""
+    share = _agreement(sig, u, v)
+    keep = share >= cfg.moderate_threshold
+    u, v, share = u[keep], v[keep], share[keep]
+    machine = nodes["machine"]
+    same_machine = machine[u] == machine[v]  # unknown on one side only is not the same: no
+    # bridge through a record without a machine between two machines' clusters
+    far_codes, slip_codes = _contradictions(nodes["codes"], u, v, substitution=False)
+    far_numbers, slip_numbers = _contradictions(nodes["numbers"], u, v, substitution=True)
+    slips = np.maximum(slip_codes, slip_numbers)
+    clean = same_machine & ~far_codes & ~far_numbers
+    by_text = clean & (share >= cfg.threshold) & (slips <= cfg.max_code_slips)
+    maybe = np.flatnonzero(clean & ~by_text & (slips == 0) & (machine[u] != 0))
+    days = nodes["days"]
+    apart = np.abs(days[u[maybe]] - days[v[maybe]])  # per reading of the dates
+    near_in_time = (apart <= cfg.time_window_days).any(axis=1)
+    maybe = maybe[near_in_time]  # NaN (unknown date) compares False
+    verdicts = [
+        _agree(nodes[p].gather(u[maybe]), nodes[p].gather(v[maybe]), cfg)
+        for p in ("diagnosis", "action")
+    ]
+    evidence = (verdicts[0] >= 0) | (verdicts[1] >= 0)
+    by_incident = maybe[evidence & (verdicts[0] != 0) & (verdicts[1] != 0)]
+    merged = by_text.copy()
+    merged[by_incident] = True
+    return {
+        "u": u[merged],
+        "v": v[merged],
+        "verified_pairs": int(by_text.sum()),
+        "incident_pairs": len(by_incident),
+        "slip_pairs": int((by_text & (slips > 0)).sum()),
+        "contradicted_pairs": int((~clean).sum()),
+    }
+
+
+_EVIDENCE = ("reported_at", "diagnosis", "action")
+
+
+def _evidence(df: pl.DataFrame, rows: np.ndarray, cfg: DedupConfig) -> dict[str, pl.Series]:
+    """Reported time, diagnosis and action of the given rows; a part is null when damaged
+    (锟斤拷 or U+FFFD in it, or a lossy repair of the record): no evidence either way."""
+    picked = df.select(
+        pl.col(c).gather(rows) if c in df.columns else pl.lit(None, pl.String).alias(c)
+        for c in (cfg.time_column, "cause", "action", "repairs")
+    )
+    lossy = pl.col("repairs").list.set_intersection(list(cfg.lossy_repairs)).list.len() > 0
+    lossy = lossy.fill_null(False) if "repairs" in df.columns else pl.lit(False)
+    out = picked.select(
+        pl.col(cfg.time_column).cast(pl.String).alias("reported_at"),
+        *[
+            pl.when(~lossy & ~is_unrecoverable(pl.col(c))).then(pl.col(c)).alias(name)
+            for c, name in (("cause", "diagnosis"), ("action", "action"))
+        ],
+    )
+    return {c: out.get_column(c) for c in _EVIDENCE}
 
 
 def _check_index(index: pl.DataFrame, cfg: DedupConfig) -> None:
@@ -573,14 +807,20 @@ def dedup(
     node_codes_hash = np.concatenate([codes_hash[rep_rows], _set_hashes(old.get_column("codes"))])
     node_key = _node_key(node_content, node_codes_hash, node_machine)
 
-    # near-duplicate edges, verified; exact edges to the old index
-    u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)
-    similar = _agreement(sig, u, v) >= cfg.threshold
+    # near-duplicate edges, decided; exact edges to the old index
+    u, v = _candidates(sig, node_machine, n_new, cfg)
     n_candidates = len(u)
-    u, v = u[similar], v[similar]
-    ok = _guard(node_codes, node_numbers, node_machine, u, v)
-    u, v = u[ok], v[ok]
-    near_pairs = len(u)
+    evidence = _evidence(df, rep_rows, cfg)
+    nodes = {
+        "machine": node_machine,
+        "codes": node_codes,
+        "numbers": node_numbers,
+        "codes_hash": node_codes_hash,
+        **{c: pl.concat([evidence[c], old.get_column(c)]) for c in _EVIDENCE},
+    }
+    nodes["days"] = _days(nodes["reported_at"])
+    decided_pairs = _decide(nodes, sig, u, v, cfg)
+    u, v = decided_pairs.pop("u"), decided_pairs.pop("v")
     if old.height:
         exact = (
             pl.DataFrame({"key": node_key[:n_new], "u": np.arange(n_new)})
@@ -681,6 +921,9 @@ def dedup(
             "codes": node_codes.gather(kept_nodes),
             "numbers": node_numbers.gather(kept_nodes),
             "signature": sig[kept_nodes],
+            "reported_at": nodes["reported_at"].gather(kept_nodes),
+            "diagnosis": nodes["diagnosis"].gather(kept_nodes),
+            "action": nodes["action"].gather(kept_nodes),
         },
         schema=index_schema(cfg.num_perm),
     )
@@ -690,6 +933,6 @@ def dedup(
         read=n,
         empty_content=int(n - rec.height),
         candidate_pairs=int(n_candidates),
-        verified_pairs=int(near_pairs),
+        **decided_pairs,
     )
     return result, new_index

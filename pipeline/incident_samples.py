@@ -22,7 +22,12 @@ STAGE = "incident_samples"
 
 def _span(zh: bool) -> pl.Expr:
     first = pl.col("first_at").dt.to_string("%Y-%m-%d %H:%M:%S")
-    last = pl.col("last_at").dt.to_string("%H:%M:%S")
+    same_day = pl.col("last_at").dt.date() == pl.col("first_at").dt.date()
+    last = (
+        pl.when(same_day)
+        .then(pl.col("last_at").dt.to_string("%H:%M:%S"))
+        .otherwise(pl.col("last_at").dt.to_string("%Y-%m-%d %H:%M:%S"))
+    )
     cleared = pl.col("cleared_at").dt.to_string("%Y-%m-%d %H:%M:%S")
     if zh:
         repeat = pl.when(pl.col("count") > 1).then(
@@ -39,6 +44,40 @@ def _span(zh: bool) -> pl.Expr:
     return pl.concat_str(
         pl.format(" (from {}", first), repeat.fill_null(""), clear.fill_null(""), pl.lit(")")
     )
+
+
+_SAME_ANSWER = ("machine", "alarm_codes", "messages", "language", "kb_ids")
+
+
+def _collapse_repeats(joined: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Incidents that differ only in their times and raise counts (same machine, alarms and
+    knowledge-base answer) become one: the earliest, spanning all of them, its `count` the
+    sum of theirs. Returns (collapsed incidents, the others with `_duplicate_of`)."""
+    keyed = joined.sort("first_at", "record_id").with_columns(
+        pl.col("record_id").first().over(_SAME_ANSWER).alias("_duplicate_of")
+    )
+
+    def explode(c: str) -> pl.Expr:
+        return pl.col(c).list.explode(keep_nulls=False, empty_as_null=False)
+
+    spans = keyed.group_by("_duplicate_of").agg(
+        pl.col("first_at").min(),
+        pl.col("last_at").max(),
+        pl.col("cleared_at").last(),
+        pl.col("count").sum().cast(pl.UInt32),
+        explode("event_ids"),
+        explode("workorder_ids").unique(maintain_order=True),
+    )
+    first = pl.col("record_id") == pl.col("_duplicate_of")
+    merged = [c for c in spans.columns if c != "_duplicate_of"]
+    kept = (
+        keyed.filter(first)
+        .drop(merged)
+        .join(spans, on="_duplicate_of")
+        .select(joined.columns)
+        .sort("_i")
+    )
+    return kept, keyed.filter(~first).sort("_i")
 
 
 def incident_samples(incidents: pl.DataFrame, knowledge_base: pl.DataFrame) -> StageResult:
@@ -85,7 +124,7 @@ def incident_samples(incidents: pl.DataFrame, knowledge_base: pl.DataFrame) -> S
             pl.col("_p").drop_nulls().unique(maintain_order=True),
         )
     )
-    joined = base.join(parts, on="_i", how="left")
+    joined, repeats = _collapse_repeats(base.join(parts, on="_i", how="left"))
 
     def joined_text(col: str) -> pl.Expr:
         text = pl.col(col).list.join("\n").str.replace_all("\x1f", sep)
@@ -142,15 +181,33 @@ def incident_samples(incidents: pl.DataFrame, knowledge_base: pl.DataFrame) -> S
         "event_ids",
         "workorder_ids",
     )
-    rejected = make_rejects(
+    no_kb = make_rejects(
         samples.filter(~has_kb).select(*LINEAGE_SCHEMA, "machine", "alarm_codes", "messages"),
+        STAGE,
+        "no_fault_code_entry",
+        pl.format("no knowledge-base entry for {}", pl.col("alarm_codes").list.join(", ")),
+    )
+    repeated = make_rejects(
+        repeats.filter(pl.col("kb_ids").list.len() > 0).select(
+            *LINEAGE_SCHEMA, "machine", "alarm_codes", "messages", "first_at", "count",
+            "_duplicate_of",
+        ),
+        STAGE,
+        "exact_dup",
+        "same machine, alarms and answer; only times and raise counts differ",
+        duplicate_of=pl.col("_duplicate_of"),
+    )  # fmt: skip
+    unmatched = make_rejects(
+        repeats.filter(pl.col("kb_ids").list.len().fill_null(0) == 0).select(
+            *LINEAGE_SCHEMA, "machine", "alarm_codes", "messages"
+        ),
         STAGE,
         "no_fault_code_entry",
         pl.format("no knowledge-base entry for {}", pl.col("alarm_codes").list.join(", ")),
     )
     return stage_result(
         kept,
-        rejected,
+        pl.concat([no_kb, repeated, unmatched]),
         read=incidents.height,
         complete=kept.filter(pl.col("tier_hint").is_null()).height,
     )

@@ -87,6 +87,7 @@ class _Regexes:
         self.strip = any_of(cfg.signature_patterns + cfg.urgency_patterns)
         self.complaint = any_of(cfg.complaint_patterns)
         self.null_values = [v.lower() for v in cfg.null_values]
+        self.request = rf"(?i)^(?:{word_alternation(cfg.work_request_verbs)})"
 
 
 def _struct_part(struct_col: str, groups: list[str]) -> tuple[pl.Expr, pl.Expr]:
@@ -123,9 +124,24 @@ def _explode_with_index(df: pl.DataFrame, col: str, index: str) -> pl.DataFrame:
 def _clauses(df: pl.DataFrame, cols: list[tuple[str, int]], rx: _Regexes) -> pl.DataFrame:
     """One row per clause: _row, _lang, _col_i, _seg_i, _text, label part and word."""
     names = [c for c, _ in cols]
+    whole = pl.concat_str([pl.col(c) for c in names], separator="\n", ignore_nulls=True)
+    # one clause in one column opening with a verb ("inspect and replace rollers as
+    # required"): a work request, a conjunction inside it does not open another part
+    single = (
+        (
+            pl.sum_horizontal(
+                pl.col(c).str.strip_chars().str.len_chars().fill_null(0) > 0 for c in names
+            )
+            == 1
+        )
+        & ~whole.str.strip_chars(_STRIP_EDGES + "!！?？").str.contains(_CLAUSE_END)
+        & ~whole.str.contains(rx.label)
+        & whole.str.strip_chars_start(_LEADING).str.contains(rx.request)
+    )
     long = df.select(
         "_row",
         record_language(df, names).alias("_lang"),
+        single.fill_null(False).alias("_single"),
         pl.concat_list([pl.col(c).cast(pl.String) for c in names]).alias("_text"),
     )
     long = _explode_with_index(long, "_text", "_col_i").drop_nulls("_text")
@@ -146,11 +162,15 @@ def _clauses(df: pl.DataFrame, cols: list[tuple[str, int]], rx: _Regexes) -> pl.
             pl.when(pl.col("_label_part").is_not_null())
             .then(pl.col("_text").str.replace(rx.label_at_start, ""))
             .otherwise(pl.col("_text"))
-            .str.replace_all(rx.conjunction, "${conj}" + _SEP + "${cue}")
             .str.replace_all(_CLAUSE_END, "$0" + _SEP)
+        )
+        .with_columns(
+            pl.when(pl.col("_single"))
+            .then(pl.col("_text"))
+            .otherwise(pl.col("_text").str.replace_all(rx.conjunction, "${conj}" + _SEP + "${cue}"))
             .str.split(_SEP)
         )
-        .drop("_label")
+        .drop("_label", "_single")
     )
     clauses = _explode_with_index(segments, "_text", "_cl_i")
     bare = pl.col("_text").str.strip_chars(_STRIP_EDGES)

@@ -20,8 +20,54 @@ from schemas.samples import TierConfig
 STAGE = "tier"
 
 
-def _present(part: str) -> pl.Expr:
-    return pl.col(part).str.strip_chars().str.len_chars().fill_null(0) > 0
+_UNITS = r"\p{Han}|[\p{L}\p{N}--\p{Han}]+"  # a Han character or a word
+_DAMAGE = r"(?:锟斤拷)+|\x{FFFD}+"
+
+
+def _units(text: pl.Expr) -> pl.Expr:
+    return text.str.count_matches(_UNITS).fill_null(0)
+
+
+def _bare(text: pl.Expr) -> pl.Expr:
+    return text.str.to_lowercase().str.replace_all(r"[\s\p{P}\p{S}]+", "")
+
+
+def _present(part: str, cfg: TierConfig) -> pl.Expr:
+    """The part says something: not empty, not a placeholder ("No current controls", "N/A",
+    "无"), and at least `min_part_units` Han characters or words."""
+    text = pl.col(part)
+    placeholders = sorted({_bare_text(p) for p in cfg.placeholder_parts})
+    return (
+        (_units(text) >= cfg.min_part_units) & ~_bare(text).is_in(placeholders).fill_null(False)
+    ).fill_null(False)
+
+
+def _bare_text(text: str) -> str:
+    return pl.select(_bare(pl.lit(text))).item()
+
+
+def _vague(part: str, cfg: TierConfig) -> pl.Expr:
+    """The part is only vague phrases ("未查明", "重启后正常", "monitor", "as required")."""
+    phrases = rf"(?i){word_alternation(cfg.vague_part_phrases)}"
+    rest = pl.col(part).fill_null("").str.replace_all(phrases, "")
+    return _present(part, cfg) & (_units(rest) < cfg.min_part_units)
+
+
+def _damaged(cfg: TierConfig) -> pl.Expr:
+    """Some part has more than `max_damaged_share` of its characters lost (锟斤拷, U+FFFD)."""
+    shares = [
+        pl.col(p).str.extract_all(_DAMAGE).list.join("").str.len_chars()
+        / pl.col(p).str.len_chars().clip(1)
+        for p in PARTS
+    ]
+    return pl.any_horizontal(s.fill_null(0) > cfg.max_damaged_share for s in shares)
+
+
+def _lossy(cfg: TierConfig, columns: list[str]) -> pl.Expr:
+    if "repairs" not in columns:
+        return pl.lit(False)
+    tags = pl.col("repairs").list.set_intersection(cfg.lossy_repairs).list.len() > 0
+    return tags.fill_null(False)
 
 
 def _concrete_action(cfg: TierConfig) -> pl.Expr:
@@ -64,9 +110,12 @@ def _diagnosis_shortfall(cfg: TierConfig, language: pl.Expr) -> pl.Expr:
         rf"(?i){word_alternation(cfg.diagnosis_terms)}"
     ) | diagnosis.str.contains(ascii_boundaries(cfg.alarm_code_pattern))
     return (
-        pl.when(~_present("diagnosis"))
+        pl.when(~_present("diagnosis", cfg))
         .then(pl.lit("missing_diagnosis"))
-        .when(diagnosis.str.contains(rf"(?i){word_alternation(cfg.vague_diagnosis_terms)}"))
+        .when(
+            _vague("diagnosis", cfg)
+            | diagnosis.str.contains(rf"(?i){word_alternation(cfg.vague_diagnosis_terms)}")
+        )
         .then(pl.lit("vague_diagnosis"))
         .when(diagnosis.str.strip_chars().str.len_chars() < min_chars)
         .then(pl.lit("short_diagnosis"))
@@ -88,16 +137,25 @@ def assign_tiers(df: pl.DataFrame, cfg: TierConfig | None = None) -> StageResult
         else pl.lit(False)
     )
     work = df.with_columns(
-        *[_present(p).alias(f"_has_{p}") for p in PARTS],
+        *[_present(p, cfg).alias(f"_has_{p}") for p in PARTS],
         _diagnosis_shortfall(cfg, language).alias("_diagnosis_shortfall"),
         _concrete_action(cfg).alias("_concrete"),
+        _vague("diagnosis", cfg).alias("_vague_diagnosis"),
+        _vague("action", cfg).alias("_vague_action"),
+        _damaged(cfg).alias("_damaged"),
+        _lossy(cfg, df.columns).alias("_lossy"),
         fault_log.alias("_fault_log"),
     )
     has = {p: pl.col(f"_has_{p}") for p in PARTS}
     all_four = has["symptom"] & has["diagnosis"] & has["action"] & has["prevention"]
     base = has["symptom"] & has["action"]
-    tier_a = all_four & pl.col("_diagnosis_shortfall").is_null() & pl.col("_concrete")
-    tier_b = base & (has["diagnosis"] | has["prevention"]) & (all_four | ~pl.col("_fault_log"))
+    # capped at C: the text lost characters, or the action or the diagnosis says nothing
+    capped = pl.col("_damaged") | pl.col("_lossy") | pl.col("_vague_action")
+    usable_diagnosis = has["diagnosis"] & ~pl.col("_vague_diagnosis")
+    tier_a = all_four & pl.col("_diagnosis_shortfall").is_null() & pl.col("_concrete") & ~capped
+    tier_b = (
+        base & (usable_diagnosis | has["prevention"]) & (all_four | ~pl.col("_fault_log")) & ~capped
+    )
     tier = (
         pl.when(tier_a)
         .then(pl.lit("A"))
@@ -107,6 +165,9 @@ def assign_tiers(df: pl.DataFrame, cfg: TierConfig | None = None) -> StageResult
         .then(pl.lit("C"))
     )
     shortfalls = [
+        pl.when(pl.col("_damaged")).then(pl.lit("encoding_damage")),
+        pl.when(pl.col("_lossy")).then(pl.lit("lossy_repair")),
+        pl.when(pl.col("_vague_action")).then(pl.lit("vague_action_phrase")),
         pl.when(pl.col("_fault_log") & ~all_four).then(pl.lit("fault_log")),
         pl.when(base & ~has["diagnosis"] & ~has["prevention"]).then(
             pl.lit("symptom_and_action_only")

@@ -14,10 +14,28 @@ checked against old ones. It is plain integer columns, stored as Parquet:
 | `codes`        | List(String)           | distinct alarm codes (lower case), as mentioned      |
 | `numbers`      | List(String)           | distinct code-like numbers of the normalized text    |
 | `signature`    | Array(UInt32, num_perm)| MinHash values, equal to datasketch's `hashvalues`   |
+| `reported_at`  | String                 | when the record was reported, as exported            |
+| `diagnosis`    | String                 | the cause column; null when absent or damaged        |
+| `action`       | String                 | the action column; null when absent or damaged       |
 
-Two records are different incidents, never merged however similar their text, when their
-machine columns differ, or when neither's alarm codes (or code-like numbers: 3+
-digits, or digit groups joined by a letter) contain the other's.
+LSH finds candidate pairs from about J 0.55 on (20 bands × 5 rows), and among records on
+one machine from about J 0.4 on (16 × 3, buckets split by machine). A candidate pair is one
+incident entered twice when either
+
+- its text is very similar (signature agreement >= `threshold`), or
+- its text is moderately similar (>= `moderate_threshold`) and the records agree on the
+  machine, the alarm codes and the reported time (within `time_window_days`), and their
+  diagnosis and action columns say the same (token Jaccard >= `part_agreement` on each part
+  that both have undamaged);
+
+and in both cases nothing contradicts it: machine columns that both name a machine and
+differ, an alarm code that is not in the other record and is no re-typing slip of one of its
+codes, or a code-like number (3+ digits, or digit groups joined by a letter) of the text with
+no counterpart either equal or one slip away. A slip is one inserted, deleted or swapped
+character (a substituted one too for numbers of the text: a recognized alarm code with a
+substituted digit is another alarm, SV0410 vs SV0411); at most `max_code_slips` per pair, and
+only for very similar text. Fields holding `锟斤拷` or U+FFFD, or of records whose `repairs`
+name a lossy repair, are no evidence either way.
 
 Band hashes are not stored: they are recomputed from `signature`, so a change
 of `bands`, `rows` or `threshold` between refreshes needs no rebuild, while a
@@ -32,7 +50,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Bump when the text normalization or the shingle/content hash functions change.
-NORMALIZATION_VERSION = 2
+NORMALIZATION_VERSION = 3
 
 
 class DedupConfig(BaseModel):
@@ -42,14 +60,53 @@ class DedupConfig(BaseModel):
 
     shingle_size: int = Field(5, ge=1, le=32, description="characters per shingle")
     num_perm: int = Field(128, ge=8, le=1024, description="MinHash permutations")
-    bands: int = Field(14, ge=1, description="LSH bands")
-    rows: int = Field(8, ge=1, description="signature values per band")
+    bands: int = Field(20, ge=1, description="LSH bands of the text candidates")
+    rows: int = Field(5, ge=1, description="signature values per band")
+    moderate_bands: int = Field(
+        16, ge=1, description="LSH bands of the candidates on one machine (moderate rule)"
+    )
+    moderate_rows: int = Field(3, ge=1, description="signature values per moderate band")
     threshold: float = Field(
         0.7,
         gt=0.0,
         le=1.0,
-        description="a candidate pair is a near duplicate when at least this share of "
-        "signature values agree",
+        description="a candidate pair is a near duplicate on its text alone when at least "
+        "this share of signature values agree",
+    )
+    moderate_threshold: float = Field(
+        0.4,
+        gt=0.0,
+        le=1.0,
+        description="moderately similar text (this share of signature values agree): a near "
+        "duplicate when machine, alarm codes, reported time, diagnosis and action agree",
+    )
+    time_window_days: int = Field(
+        3, ge=0, description="reported dates at most this many days apart agree"
+    )
+    time_column: str = Field("reported_at", description="column with the reported date")
+    part_agreement: float = Field(
+        0.5,
+        gt=0.0,
+        le=1.0,
+        description="diagnosis (or action) texts agree when the Jaccard of their tokens "
+        "(Latin words, Han character pairs) reaches this",
+    )
+    agreement_fillers: list[str] = Field(
+        default_factory=lambda: [
+            "的", "了", "已经", "已", "经", "被", "将", "把", "又", "再", "也", "都", "就",
+            "进行", "一下", "后", "并", "和", "及",
+            "the", "a", "an", "was", "were", "is", "are", "it", "to", "of", "and", "then",
+            "with", "for", "on", "at", "by", "be", "been", "has", "have", "had", "as",
+        ],
+        description="words re-typing adds or drops; ignored when parts are compared",
+    )  # fmt: skip
+    max_code_slips: int = Field(
+        1, ge=0, description="re-typing slips in codes a very similar pair may still have"
+    )
+    lossy_repairs: tuple[str, ...] = Field(
+        ("gbk_lossy",),
+        description="`repairs` tags of a lossy repair: the record's diagnosis and action are "
+        "no evidence (`锟斤拷`/U+FFFD are found per field)",
     )
     seed: int = Field(1, ge=0, description="datasketch MinHash seed")
     scheme: Literal["affine32", "legacy"] = Field(
@@ -77,10 +134,13 @@ class DedupConfig(BaseModel):
 
     @model_validator(mode="after")
     def _bands_fit(self) -> DedupConfig:
-        if self.bands * self.rows > self.num_perm:
-            raise ValueError(
-                f"bands × rows = {self.bands * self.rows} exceeds num_perm = {self.num_perm}"
-            )
+        if self.moderate_threshold > self.threshold:
+            raise ValueError("moderate_threshold must not exceed threshold")
+        for bands, rows in ((self.bands, self.rows), (self.moderate_bands, self.moderate_rows)):
+            if bands * rows > self.num_perm:
+                raise ValueError(
+                    f"bands × rows = {bands * rows} exceeds num_perm = {self.num_perm}"
+                )
         return self
 
     def sig_key(self) -> str:
@@ -101,4 +161,7 @@ def index_schema(num_perm: int) -> dict[str, pl.DataType]:
         "codes": pl.List(pl.String()),
         "numbers": pl.List(pl.String()),
         "signature": pl.Array(pl.UInt32(), num_perm),
+        "reported_at": pl.String(),
+        "diagnosis": pl.String(),
+        "action": pl.String(),
     }

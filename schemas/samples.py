@@ -139,6 +139,17 @@ class StructureConfig(BaseModel):
             ],
         }
     )  # fmt: skip
+    # A one-clause record opening with one of these verbs is a work request ("inspect and
+    # replace rollers as required"): not split at its conjunctions into symptom and action.
+    work_request_verbs: list[str] = Field(
+        default_factory=lambda: [
+            "inspect", "check", "replace", "remove", "repair", "service", "install", "fit",
+            "change", "clean", "flush", "disable", "sample", "run", "test", "investigate",
+            "organise", "organize", "supply", "fabricate", "weld", "adjust", "lubricate",
+            "grease", "top up", "rectify", "swap", "order", "modify", "reset", "refit",
+            "检查", "更换", "拆除", "安装", "清洗", "维修", "调整", "排查",
+        ]
+    )  # fmt: skip
     # Clause text equal to one of these (ignoring case and punctuation) means "nothing".
     null_values: list[str] = Field(
         default_factory=lambda: [
@@ -200,6 +211,33 @@ class TierConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # A part counts as missing when it is one of these (ignoring case, spaces, punctuation) ...
+    placeholder_parts: list[str] = Field(
+        default_factory=lambda: [
+            "No current controls", "No controls", "None", "N/A", "NA", "nil", "TBD", "TBC",
+            "-", "无", "暂无", "没有", "无措施", "不详", "同上", "see above",
+        ]
+    )  # fmt: skip
+    # ... or has fewer Han characters plus words than this ("broken", "油").
+    min_part_units: int = Field(2, ge=1)
+    # A diagnosis or action that is only these phrases says nothing: the diagnosis counts as
+    # missing for tier B, the action caps the row at tier C.
+    vague_part_phrases: list[str] = Field(
+        default_factory=lambda: [
+            "未查明", "原因不明", "原因未明", "不明原因", "原因待查", "重启后正常", "重启正常",
+            "重新启动后正常", "断电重启", "复位后正常", "复位正常", "继续观察", "观察使用",
+            "待观察", "观察", "暂时正常", "恢复正常", "正常", "已处理", "处理好了", "已修好",
+            "no fault found", "nff", "could not duplicate", "cannot duplicate", "cnd",
+            "unknown cause", "cause unknown", "monitor", "monitoring", "observe", "as required",
+            "as needed", "as req", "checked", "ok", "okay", "fixed", "done", "completed",
+            "working now", "running ok", "reset", "restarted", "rebooted", "power cycled",
+            "cycled power", "machine", "and", "then", "continue to", "will",
+        ]
+    )  # fmt: skip
+    # A part with more than this share of its characters lost (锟斤拷, U+FFFD) caps at C.
+    max_damaged_share: float = Field(0.1, ge=0.0, le=1.0)
+    # `repairs` tags of a lossy repair (characters dropped): caps at C.
+    lossy_repairs: list[str] = Field(default_factory=lambda: ["gbk_lossy"])
     # A specific diagnosis is at least this long (characters) ...
     min_diagnosis_chars_zh: int = 4
     min_diagnosis_chars_en: int = 12

@@ -154,6 +154,7 @@ def test_records_differing_only_in_alarm_code_are_kept_apart() -> None:
         {"record_id": "col-b", **EN, "alarm_codes": ["SIEMENS:25201"], "language": "en"},
     ]
     # the normalizer did not recognize these codes: the numbers in the text keep them apart
+    # (they differ in two digits; one re-typed digit would be a slip, see the test below)
     bare = [
         {
             "record_id": f"bare-{code}",
@@ -161,11 +162,35 @@ def test_records_differing_only_in_alarm_code_are_kept_apart() -> None:
             "action": "Re-set the reference point and checked the deceleration dog.",
             "language": "en",
         }
-        for code in ("25080", "25050")
+        for code in ("25080", "25201")
     ]
     result, _ = dedup(frame(*in_text, *column_only, *bare), DedupConfig())
     assert result.rejected.height == 0
     assert result.counters["kept"] == 6
+
+
+def test_a_retyping_slip_in_a_number_is_weighed_not_a_veto() -> None:
+    """One dropped, doubled, swapped or mistyped digit in a number of otherwise the same text
+    is a re-typed copy; a recognized alarm code with another digit is another alarm."""
+    text = "After a power cycle, Z axis homes to the wrong spot, {} displayed on the screen."
+    action = "Re-set the reference point and checked the deceleration dog."
+    slips = [
+        {"record_id": f"s-{code}", "symptom": text.format(code), "action": action}
+        for code in ("25080", "2508", "25800", "25090")
+    ]
+    two_slips = {"record_id": "s-two", "symptom": text.format("25080 / 1203"), "action": action}
+    other = {"record_id": "s-x", "symptom": text.format("25080 / 1230"), "action": action}
+    alarms = [
+        {**SERVO, "record_id": f"a-{c}", "alarm_codes": [f"FANUC:SV{c}"]} for c in ("0410", "0411")
+    ]
+    result, _ = dedup(frame(*slips, two_slips, other, *alarms), DedupConfig())
+    assert rejects_of(result) == {
+        "s-2508": ("near_dup", "s-25080"),
+        "s-25800": ("near_dup", "s-25080"),
+        "s-25090": ("near_dup", "s-25080"),
+        "s-x": ("near_dup", "s-two"),
+    }
+    assert result.counters["slip_pairs"] >= 3
 
 
 def test_records_on_different_machines_are_kept_apart() -> None:
@@ -297,7 +322,7 @@ def test_index_from_other_signature_settings_is_refused() -> None:
 
 @pytest.mark.parametrize("scheme", ["affine32", "legacy"])
 def test_signatures_equal_datasketch(scheme: str) -> None:
-    cfg = DedupConfig(scheme=scheme, num_perm=64, bands=8, rows=8, seed=3)
+    cfg = DedupConfig(scheme=scheme, num_perm=64, bands=8, rows=8, moderate_bands=16, seed=3)
     texts = pl.Series(["主轴异响温升65度", "spindlenoise", "sv0401", "ab"])
     hashes, offsets = shingle_hashes(texts, cfg.shingle_size)
     ours = signatures(hashes, offsets, cfg)
@@ -353,7 +378,7 @@ def test_persisted_hashes_are_stable() -> None:
     records = frame({"record_id": "s-1", **ZH, "alarm_codes": ["FANUC:SP9031"]})
     _, index = dedup(records.with_columns(asset=pl.lit("VMC-01")), DedupConfig())
     row = index.row(0, named=True)
-    assert row["sig_key"] == "affine32/seed=1/perm=128/k=5/norm=2"
+    assert row["sig_key"] == "affine32/seed=1/perm=128/k=5/norm=3"
     assert (row["content_hash"], row["machine_hash"]) == GOLDEN_HASHES
     content = records.select(
         pl.concat_str([normalized_text(c) for c in CONTENT_PARTS], separator="\x1f")

@@ -29,26 +29,30 @@ def test_incidents_join_the_knowledge_base(kb: pl.DataFrame, events: pl.DataFram
     incidents = build_incidents(events).kept
     result = incident_samples(incidents, kb)
     c = result.counters
-    # 20 incidents; OT0500 and PS0010 are in no manual table -> rejected
-    assert (c["read"], c["kept"], c["rejected_no_fault_code_entry"]) == (20, 18, 2)
-    assert sorted(result.rejected["detail"]) == [
+    # 20 incidents; OT0500 and PS0010 are in no manual table -> rejected; 5 repeat another
+    # incident's machine, alarm and answer with other times and counts -> collapsed (issue 13)
+    assert (c["read"], c["kept"], c["rejected_no_fault_code_entry"]) == (20, 13, 2)
+    assert c["rejected_exact_dup"] == 5
+    assert sorted(result.rejected.filter(pl.col("reason") != "exact_dup")["detail"]) == [
         "no knowledge-base entry for FANUC:OT0500",
         "no knowledge-base entry for FANUC:PS0010",
     ]
     samples = result.kept
     burst = samples.filter(
-        pl.col("alarm_codes").list.first() == "FANUC:SV0401", pl.col("count") == 4
+        pl.col("alarm_codes").list.first() == "FANUC:SV0401", pl.col("count") == 5
     ).row(0, named=True)
     assert burst["symptom"] == (
         "VMC-03 报警 FANUC:SV0401 V就绪信号关闭 (X轴)"
-        "（2024-03-16 10:05:17 起，至 10:11:25 共报警 4 次）"
+        "（2024-03-16 10:05:17 起，至 14:30:48 共报警 5 次）"
     )
     assert burst["diagnosis"].startswith("伺服放大器就绪信号（VRDY）断开；急停解除后主接触器")
     assert burst["action"].split("；")[0] == "检查 MCC 及其线圈回路"
     assert burst["prevention"] is None and burst["tier_hint"] == "C"
     assert burst["language"] == "zh" and burst["source_kind"] == "alarm_log"
     incident = incidents.filter(pl.col("record_id") == burst["record_id"]).row(0, named=True)
-    assert burst["event_ids"] == incident["event_ids"] and len(burst["event_ids"]) == 4
+    assert burst["event_ids"][:4] == incident["event_ids"] and len(burst["event_ids"]) == 5
+    repeat = result.rejected.filter(pl.col("duplicate_of") == burst["record_id"])
+    assert repeat.get_column("reason").to_list() == ["exact_dup"]
     assert (burst["source_file"], burst["source_row"]) == (
         "VMC-03_fanuc_alarm_history_20240318.txt",
         21,
@@ -60,12 +64,13 @@ def test_incidents_join_the_knowledge_base(kb: pl.DataFrame, events: pl.DataFram
     )
     assert encoder["symptom"].startswith(
         "Alarm SINUMERIK:25000 Axis X1 hardware fault of active encoder on DMU-07 "
-        "(from 2024-03-12 09:14:05, raised 2 times until 09:21:33, cleared 2024-03-12 09:23:02)"
+        "(from 2024-03-12 09:14:05, raised 3 times until 2024-03-13 15:40:18, "
+        "cleared 2024-03-13 15:44:30)"
     )
     assert encoder["prevention"].startswith("inspect encoder cables")
     assert encoder["tier_hint"] is None  # complete: the tier stage decides
     assert encoder["part_origin"]["prevention"] == "fault_table:prevention"
-    assert samples.filter(pl.col("tier_hint").is_null()).height == c["complete"] == 7
+    assert samples.filter(pl.col("tier_hint").is_null()).height == c["complete"] == 4
 
 
 def test_knowledge_base_entry_in_the_incident_language_wins(
@@ -86,7 +91,7 @@ def test_knowledge_base_entry_in_the_incident_language_wins(
     only_english = pl.concat([english, kb.filter(pl.col("code") != "FANUC:SV0401")])
     samples = incident_samples(incidents, only_english).kept
     sv0401 = samples.filter(pl.col("alarm_codes").list.first() == "FANUC:SV0401")
-    assert sv0401["action"].to_list() == ["Check the MCC contactor"] * 3
+    assert sv0401["action"].to_list() == ["Check the MCC contactor"] * 2
 
 
 def test_episode_with_several_codes_labels_each_cause(

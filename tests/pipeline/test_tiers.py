@@ -83,7 +83,6 @@ def test_tier_a_in_english():
         ("操作习惯不好,没有注意", ACTION_ZH, PREVENTION_ZH, ["generic_diagnosis"]),
         (DIAGNOSIS_ZH, "已处理,试机正常", PREVENTION_ZH, ["vague_action"]),
         (DIAGNOSIS_ZH, "更换后正常", PREVENTION_ZH, ["vague_action"]),
-        ("未查明", "重启后正常", None, ["vague_diagnosis", "vague_action", "missing_prevention"]),
     ],
 )
 def test_tier_b_lists_what_keeps_it_from_a(diagnosis, action, prevention, reasons):
@@ -92,6 +91,14 @@ def test_tier_b_lists_what_keeps_it_from_a(diagnosis, action, prevention, reason
     )
     assert tier == "B"
     assert got == reasons
+
+
+def test_vague_diagnosis_and_action_alone_cap_at_c():
+    """Issue 13: "未查明。" / "重启后正常，继续观察。" say nothing; such rows were tier B."""
+    tier, got = tier_of(symptom=SYMPTOM_ZH, diagnosis="未查明。", action="重启后正常，继续观察。")
+    assert tier == "C"
+    assert got[0] == "vague_action_phrase"
+    assert {"vague_diagnosis", "vague_action", "missing_prevention"} <= set(got)
 
 
 @pytest.mark.parametrize(
@@ -133,7 +140,7 @@ def test_diagnosis_rules(language, diagnosis, reason):
         ("Pump was replaced", True),
         ("Installed A06B-6079-H106", True),
         ("Replaced it, ok now", False),
-        ("Fixed", False),
+        ("Fixed it.", False),  # "Fixed" alone is too short: the action counts as missing
         ("Alarm cleared, machine running", False),
         ("Done on 2024-01-10", False),
     ],
