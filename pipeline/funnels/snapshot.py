@@ -15,9 +15,17 @@ from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_coun
 from pipeline.plan import plan_snapshot
 from pipeline.publish import SnapshotWriter, new_snapshot_id
 from pipeline.report_html import render_report
+from pipeline.stage import empty_rejects
 from schemas import arrow
 from schemas.config import PipelineConfig
-from schemas.manifest import Counts, InputFile, Manifest, RefreshSummary, StageOutput
+from schemas.manifest import (
+    Counts,
+    InputFile,
+    Manifest,
+    QuarantinedFile,
+    RefreshSummary,
+    StageOutput,
+)
 from schemas.plan import Plan
 
 
@@ -36,6 +44,7 @@ class SourceRun:
     side_rejects: list[pl.DataFrame] = field(default_factory=list)  # outside the SFT funnel
     sources: dict[str, dict[str, int]] = field(default_factory=dict)  # manifest.sources
     carries_published: bool = False  # unchanged files keep their published samples and rejects
+    quarantined: pl.DataFrame = field(default_factory=empty_rejects)  # one reject row per file
 
 
 @dataclass(frozen=True)
@@ -102,8 +111,10 @@ def publish_snapshot(
         ],
         how="vertical_relaxed",
     )
+    quarantined = pl.concat([empty_rejects(), *(r.quarantined for r in runs)])
     rejects = pl.concat(
-        [funnel_rejects, *(f for r in runs for f in r.side_rejects)], how="vertical_relaxed"
+        [funnel_rejects, quarantined, *(f for r in runs for f in r.side_rejects)],
+        how="vertical_relaxed",
     ).sort("source_kind", "source_file", "source_row", "stage", "record_id")
     previous_counts = [carried_rows(state, "counts", r.plan.unchanged) for r in carrying]
     counts_long = pl.concat(
@@ -173,6 +184,12 @@ def publish_snapshot(
             counts=counts,
             sources={k: v for r in runs for k, v in r.sources.items()},
             refresh=refresh,
+            quarantined=[
+                QuarantinedFile(**row)
+                for row in quarantined.select(
+                    pl.col("source_file").alias("path"), "source_kind", "reason", "detail"
+                ).iter_rows(named=True)
+            ],
             outputs=writer.outputs,
         )
         pretrain_tokens = pretrain["n_tokens"] if pretrain is not None else None

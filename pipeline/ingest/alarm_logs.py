@@ -24,6 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.errors import InputFileError
 from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import claimed_files, relative_path
 from pipeline.ingest.lineage import record_ids
@@ -36,7 +37,7 @@ SOURCE_KIND = "alarm_log"
 _LINEAGE = ("record_id", "source_kind", "source_file", "source_row")
 
 
-class AlarmLogError(ValueError):
+class AlarmLogError(InputFileError, ValueError):
     """An alarm-log file that cannot be read at all; the message names the file."""
 
 

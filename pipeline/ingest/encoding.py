@@ -7,9 +7,13 @@ from pathlib import Path
 
 import charset_normalizer
 
+from pipeline.errors import InputFileError
 
-class EncodingError(ValueError):
+
+class EncodingError(InputFileError, ValueError):
     """Bytes that no supported encoding decodes; the message names the file."""
+
+    reason = "undecodable_file"
 
 
 _BOMS: tuple[tuple[bytes, str], ...] = (

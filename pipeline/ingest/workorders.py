@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.errors import InputFileError
 from pipeline.ingest.encoding import EncodingError, detect_encoding
 from pipeline.ingest.files import relative_path, sha256_bytes
 from pipeline.ingest.lineage import record_ids
@@ -34,7 +35,7 @@ _CONTENT_FIELDS = ("symptom", "cause", "action")
 _HEADER_NOISE = re.compile(r"[\s_\-./()（）:：#*]+")
 
 
-class IngestError(Exception):
+class IngestError(InputFileError):
     """A file that cannot be read; the message names the file (and the line, where known)."""
 
 
