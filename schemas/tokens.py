@@ -67,8 +67,10 @@ class TokenizerConfig(BaseModel):
     @field_validator("tokenizer")
     @classmethod
     def _tokenizer_exists(cls, v: str) -> str:
-        if v != "qwen2.5" and not Path(v).is_file():
-            raise ValueError(f"{v}: no such tokenizer file (give 'qwen2.5' or a tokenizer.json)")
+        if v != "qwen2.5" and not Path(v).exists():
+            raise ValueError(
+                f"{v}: no such tokenizer (give 'qwen2.5', a tokenizer.json or its folder)"
+            )
         return v
 
     @field_validator("chat_template")
