@@ -249,7 +249,7 @@ def _manuals(run: _Run, folder: Path, root: Path) -> SourceRun:
     source.tables = {"pretrain": result["chunks"].kept, "fault_codes": result["fault_codes"].kept}
     source.side_rejects = [page_rejects] + [
         pl.read_parquet(result[s].rejected)
-        for s in ("alarm_tables", "vendor_tables", "fault_codes")
+        for s in ("chunks", "alarm_tables", "vendor_tables", "fault_codes")
     ]
     ledger = pl.concat(source.ledger)
     tables, vendor, kb = (
