@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - test data lines are real export lines, kept whole
 """Hostile inputs: every case ends as a one-line error, a quarantined file or quarantined rows
 (or a clean result), counts add up, the good file beside it is still read, and nothing prints
 a traceback.
@@ -94,7 +95,7 @@ case("header_nul_bytes", "wo", "x.csv", HEADER_ZH.replace(",", "\x00,").encode()
 case("nul_in_row", "wo", "x.csv", (GOOD_CSV + "WO-9,\x00\x00,主轴异响,轴承,更换,张\n").encode())
 case("header_20k_columns", "wo", "x.csv", (",".join(f"c{i}" for i in range(20000)) + "\n").encode())
 case("duplicate_headers", "wo", "x.csv", GOOD_CSV.replace("故障原因", "故障现象").encode())
-case("unknown_headers", "wo", "x.csv", ("a,b,c\n1,2,3\n4,5,6\n").encode())
+case("unknown_headers", "wo", "x.csv", (b"a,b,c\n1,2,3\n4,5,6\n"))
 case("only_blank_lines", "wo", "x.csv", b"\n\n\n\n")
 case(
     "unbalanced_quote_middle",
