@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -154,7 +154,7 @@ class SourceMapping(BaseModel):
     format: Literal["auto", "csv", "xlsx", "json", "jsonl"] = "auto"
     encoding: str = Field("auto", description="'auto' detects; else a Python codec name")
     delimiter: str = ","
-    sheet: str | int = 0
+    sheet: str | Annotated[int, Field(ge=0)] = 0
     columns: dict[WorkOrderField, str | list[str]] = Field(
         default_factory=dict,
         description="field -> source header (or headers, joined with `join_with`)",

@@ -72,6 +72,16 @@ class RefreshSummary(BaseModel):
     removed: list[str]
 
 
+class QuarantinedFile(BaseModel):
+    """An input file the run could not (or must not) read; its rows are not counted anywhere
+    else. The rejects table holds the same file as one row (stage `quarantine`)."""
+
+    path: str
+    source_kind: str
+    reason: str
+    detail: str
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -86,6 +96,7 @@ class Manifest(BaseModel):
     """Per source kind outside the SFT funnel (manuals, fault tables): lines, sections, chunks,
     rows kept and rejected."""
     refresh: RefreshSummary
+    quarantined: list[QuarantinedFile] = []
     outputs: list[OutputFile]
 
 

@@ -201,8 +201,8 @@ class TierConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # A specific diagnosis is at least this long (characters) ...
-    min_diagnosis_chars_zh: int = 4
-    min_diagnosis_chars_en: int = 12
+    min_diagnosis_chars_zh: int = Field(4, ge=0)
+    min_diagnosis_chars_en: int = Field(12, ge=0)
     # ... contains none of these ...
     vague_diagnosis_terms: list[str] = Field(
         default_factory=lambda: [

@@ -15,16 +15,20 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.errors import UsageError
 from pipeline.funnels import alarm_logs, manuals, workorders
 from pipeline.funnels.incremental import FilePlan, carried_published, carried_rows, plan_files
 from pipeline.funnels.keys import code_fingerprint, code_version, step_key
+from pipeline.funnels.quarantine import fail_if_strict, quarantine_rows
 from pipeline.funnels.snapshot import Published, SourceRun, empty_sft, publish_snapshot
 from pipeline.funnels.stage_files import load_state
+from pipeline.funnels.steps import PER_FILE as KINDS
 from pipeline.funnels.steps import Runner, in_process
 from pipeline.ingest.alarm_logs import alarm_log_files
 from pipeline.ingest.manuals import manual_files
 from pipeline.ingest.workorders import discover_files
 from pipeline.locking import corpus_lock
+from pipeline.paths import check_output
 from pipeline.publish import latest_snapshot, latest_state
 from pipeline.stage import empty_rejects
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA
@@ -41,6 +45,16 @@ class Sources:
     workorders: Path | None = None
     alarm_logs: Path | None = None
     manuals: Path | None = None
+
+
+def corpus_sources(root: Path, cfg: PipelineConfig) -> Sources:
+    """refresh-corpus's sources: the configured sub-folders of `root` that exist."""
+    folders = {kind: root / sub for kind, sub in cfg.sources.model_dump().items()}
+    present = {kind: path if path.is_dir() else None for kind, path in folders.items()}
+    if not any(present.values()):
+        names = ", ".join(sorted(cfg.sources.model_dump().values()))
+        raise UsageError(f"--input {root}: none of the source folders ({names}) is there")
+    return Sources(root, **present)
 
 
 @dataclass(frozen=True)
@@ -76,7 +90,13 @@ def refresh(
     cfg: PipelineConfig,
     runner: Callable[[Path, PipelineConfig], Runner] = in_process,
 ) -> Published:
-    """Refresh the corpus under `out` from `sources` and publish one snapshot."""
+    """Refresh the corpus under `out` from `sources` and publish one snapshot.
+
+    Input files that cannot be read are quarantined (a reject row and a manifest entry) and
+    the run goes on; with `cfg.strict` they fail it before anything is published.
+    """
+    folders = [f for f in (sources.workorders, sources.alarm_logs, sources.manuals) if f]
+    check_output(out, [sources.root, *folders])
     with corpus_lock(out, cfg.publish.lock_wait_s):
         state, work = latest_state(out), out / "state" / "work"
         run = _Run(
@@ -98,6 +118,7 @@ def refresh(
         if sources.alarm_logs is not None:
             root = lineage_root(sources.alarm_logs, sources.root)
             runs.append(_alarm_logs(run, sources.alarm_logs, root, runs))
+        fail_if_strict(cfg.strict, pl.concat([r.quarantined for r in runs]))
         published = publish_snapshot(flow_name, out, cfg, runs, run.previous, state, code_version())
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(out / "state" / "task-results", ignore_errors=True)
@@ -115,11 +136,15 @@ def _ledger(run: _Run, plan: FilePlan, outputs: list[StageOutput]) -> list[pl.Da
 def _workorders(run: _Run, folder: Path, root: Path) -> SourceRun:
     plan = plan_files(workorders.KIND, discover_files(folder, run.cfg.ingest), root, run.state)
     todo = plan.refresh
-    ingested = {}
+    ingested, quarantined = {}, [quarantine_rows(workorders.KIND, plan.skipped)]
     for path in todo.to_process:
         key = step_key("workorders.ingest", path, plan.sha256[path], *run.base[:2])
         params = {"path": str(plan.files[path]), "root": str(root)}
-        ingested[key] = run.runner("workorders.ingest", key, {}, params)["ingest"]
+        result = run.runner("workorders.ingest", key, {}, params)
+        if "quarantine" in result:
+            quarantined.append(pl.read_parquet(result["quarantine"].rejected))
+        else:
+            ingested[key] = result["ingest"]
     names = workorders.technicians(
         pl.concat(
             [pl.DataFrame(schema={"technician": pl.String})]
@@ -143,6 +168,7 @@ def _workorders(run: _Run, folder: Path, root: Path) -> SourceRun:
         todo,
         carries_published=True,
         state={"dedup_index": index} if index is not None else {},
+        quarantined=pl.concat(quarantined),
     )
     if filtered:
         key = step_key("workorders.corpus", *clean_keys, *todo.unchanged, *run.base)
@@ -167,9 +193,10 @@ def _source_index(sources: list, source: object) -> int:
 
 def _parse(
     run: _Run, step: str, plan: FilePlan, claimed: dict[Path, object], sources: list, root: Path
-) -> tuple[list[str], list[StageOutput]]:
-    """Parse the new and changed files of `plan`: step keys and outputs."""
+) -> tuple[list[str], list[StageOutput], pl.DataFrame]:
+    """Parse the new and changed files of `plan`: step keys, outputs, quarantined files."""
     keys, outputs = [], []
+    quarantined = [quarantine_rows(KINDS[step], plan.skipped)]
     for path in plan.refresh.to_process:
         file = plan.files[path]
         key = step_key(step, path, plan.sha256[path], *run.base[:2])
@@ -180,8 +207,11 @@ def _parse(
         }
         result = run.runner(step, key, {}, params)
         keys.append(key)
-        outputs += result.values()
-    return keys, outputs
+        if "quarantine" in result:
+            quarantined.append(pl.read_parquet(result["quarantine"].rejected))
+        else:
+            outputs += result.values()
+    return keys, outputs, pl.concat(quarantined)
 
 
 def _with_carried(
@@ -195,7 +225,9 @@ def _with_carried(
 def _manuals(run: _Run, folder: Path, root: Path) -> SourceRun:
     claimed = dict(manual_files(folder, run.cfg.manuals))
     plan = plan_files(manuals.KIND, list(claimed), root, run.state)
-    keys, parsed = _parse(run, "manuals.parse", plan, claimed, run.cfg.manuals.sources, root)
+    keys, parsed, quarantined = _parse(
+        run, "manuals.parse", plan, claimed, run.cfg.manuals.sources, root
+    )
     carried = plan.refresh.unchanged
     empty_sections = pl.DataFrame(schema=MANUAL_SECTION_SCHEMA)
     sections = _with_carried(
@@ -204,7 +236,9 @@ def _manuals(run: _Run, folder: Path, root: Path) -> SourceRun:
     section_rejects = _with_carried(
         run, "manual_section_rejects", carried, [o.rejected for o in parsed], empty_rejects()
     )
-    source = SourceRun(manuals.KIND, (), plan.refresh, ledger=_ledger(run, plan, parsed))
+    source = SourceRun(
+        manuals.KIND, (), plan.refresh, ledger=_ledger(run, plan, parsed), quarantined=quarantined
+    )
     if not plan.files:
         return source
     key = step_key("manuals.funnel", *keys, *carried, *run.base)
@@ -215,7 +249,7 @@ def _manuals(run: _Run, folder: Path, root: Path) -> SourceRun:
     source.tables = {"pretrain": result["chunks"].kept, "fault_codes": result["fault_codes"].kept}
     source.side_rejects = [page_rejects] + [
         pl.read_parquet(result[s].rejected)
-        for s in ("alarm_tables", "vendor_tables", "fault_codes")
+        for s in ("chunks", "alarm_tables", "vendor_tables", "fault_codes")
     ]
     ledger = pl.concat(source.ledger)
     tables, vendor, kb = (
@@ -241,10 +275,16 @@ def _manuals(run: _Run, folder: Path, root: Path) -> SourceRun:
 def _alarm_logs(run: _Run, folder: Path, root: Path, earlier: list[SourceRun]) -> SourceRun:
     claimed = dict(alarm_log_files(folder, run.cfg.alarm_logs))
     plan = plan_files(alarm_logs.KIND, list(claimed), root, run.state)
-    keys, parsed = _parse(run, "alarm_logs.parse", plan, claimed, run.cfg.alarm_logs.sources, root)
+    keys, parsed, quarantined = _parse(
+        run, "alarm_logs.parse", plan, claimed, run.cfg.alarm_logs.sources, root
+    )
     carried = plan.refresh.unchanged
     source = SourceRun(
-        alarm_logs.KIND, alarm_logs.STAGE_ORDER, plan.refresh, ledger=_ledger(run, plan, parsed)
+        alarm_logs.KIND,
+        alarm_logs.STAGE_ORDER,
+        plan.refresh,
+        ledger=_ledger(run, plan, parsed),
+        quarantined=quarantined,
     )
     if not plan.files:
         return source

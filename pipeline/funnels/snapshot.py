@@ -15,11 +15,19 @@ from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_coun
 from pipeline.plan import plan_snapshot
 from pipeline.publish import SnapshotWriter, new_snapshot_id
 from pipeline.report_html import render_report, snapshot_history
+from pipeline.stage import empty_rejects
 from pipeline.tool_samples import tool_use_samples
 from pipeline.trainer_configs import write_trainer_configs
 from schemas import arrow
 from schemas.config import PipelineConfig
-from schemas.manifest import Counts, InputFile, Manifest, RefreshSummary, StageOutput
+from schemas.manifest import (
+    Counts,
+    InputFile,
+    Manifest,
+    QuarantinedFile,
+    RefreshSummary,
+    StageOutput,
+)
 from schemas.plan import Plan
 
 
@@ -38,6 +46,7 @@ class SourceRun:
     side_rejects: list[pl.DataFrame] = field(default_factory=list)  # outside the SFT funnel
     sources: dict[str, dict[str, int]] = field(default_factory=dict)  # manifest.sources
     carries_published: bool = False  # unchanged files keep their published samples and rejects
+    quarantined: pl.DataFrame = field(default_factory=empty_rejects)  # one reject row per file
 
 
 @dataclass(frozen=True)
@@ -104,8 +113,10 @@ def publish_snapshot(
         ],
         how="vertical_relaxed",
     )
+    quarantined = pl.concat([empty_rejects(), *(r.quarantined for r in runs)])
     rejects = pl.concat(
-        [funnel_rejects, *(f for r in runs for f in r.side_rejects)], how="vertical_relaxed"
+        [funnel_rejects, quarantined, *(f for r in runs for f in r.side_rejects)],
+        how="vertical_relaxed",
     ).sort("source_kind", "source_file", "source_row", "stage", "record_id")
     previous_counts = [carried_rows(state, "counts", r.plan.unchanged) for r in carrying]
     counts_long = pl.concat(
@@ -179,6 +190,12 @@ def publish_snapshot(
             sources={k: v for r in runs for k, v in r.sources.items()}
             | {"sft_tools": tools.counters},
             refresh=refresh,
+            quarantined=[
+                QuarantinedFile(**row)
+                for row in quarantined.select(
+                    pl.col("source_file").alias("path"), "source_kind", "reason", "detail"
+                ).iter_rows(named=True)
+            ],
             outputs=writer.outputs,
         )
         manifest = manifest.model_copy(update={"outputs": writer.outputs})

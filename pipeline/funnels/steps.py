@@ -13,8 +13,11 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from pipeline.errors import InputFileError
 from pipeline.funnels import alarm_logs, manuals, workorders
+from pipeline.funnels.quarantine import quarantine_rows
 from pipeline.funnels.stage_files import save_stage
+from pipeline.ingest.files import relative_path
 from pipeline.stage import StageResult
 from schemas.config import PipelineConfig
 from schemas.manifest import StageOutput
@@ -39,6 +42,14 @@ STEPS: dict[str, Step] = {
 }
 
 
+# Steps that read one input file, by the source kind they read.
+PER_FILE = {
+    "workorders.ingest": workorders.KIND,
+    "manuals.parse": manuals.KIND,
+    "alarm_logs.parse": alarm_logs.KIND,
+}
+
+
 class Runner(Protocol):
     def __call__(
         self, step: str, key: str, inputs: dict[str, list[str]], params: dict[str, Any]
@@ -53,14 +64,26 @@ def execute_step(
     work: str,
     cfg: PipelineConfig,
 ) -> dict[str, StageOutput]:
-    """Run step `step` on the Parquet files `inputs` (name -> paths; no paths gives None)."""
+    """Run step `step` on the Parquet files `inputs` (name -> paths; no paths gives None).
+
+    A per-file step whose file cannot be read returns a `quarantine` result instead: the
+    file's one reject row, and nothing kept.
+    """
     frames: Frames = {
         name: pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
         if paths
         else None
         for name, paths in inputs.items()
     }
-    results = STEPS[step](cfg, frames, params)
+    try:
+        results = STEPS[step](cfg, frames, params)
+    except InputFileError as exc:
+        if step not in PER_FILE:
+            raise
+        rel = relative_path(params["path"], params["root"])
+        detail = str(exc).replace(str(params["path"]), rel)  # no local paths published
+        rejected = quarantine_rows(PER_FILE[step], {rel: (exc.reason, detail)})
+        results = {"quarantine": StageResult(pl.DataFrame(), rejected, {"files": 1})}
     return {stage: save_stage(r, stage, Path(work) / key) for stage, r in results.items()}
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.errors import InputFileError
 from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import claimed_files, relative_path
 from pipeline.ingest.lineage import record_ids
@@ -34,9 +35,11 @@ from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogsConfig, AlarmLogSour
 STAGE = "ingest_alarm_logs"
 SOURCE_KIND = "alarm_log"
 _LINEAGE = ("record_id", "source_kind", "source_file", "source_row")
+# Alarm years outside this range are a controller whose clock was never set (1900, 2099).
+PLAUSIBLE_YEARS = (1990, 2050)
 
 
-class AlarmLogError(ValueError):
+class AlarmLogError(InputFileError, ValueError):
     """An alarm-log file that cannot be read at all; the message names the file."""
 
 
@@ -70,6 +73,18 @@ _SHDR_TIME = r"^\d{4}-\d{2}-\d{2}T\d"
 _SHDR_LEVELS = {"warning": "raised", "fault": "raised", "normal": "cleared"}
 
 
+# A line that carries an alarm (a FANUC code with text, a SINUMERIK came/went + number) is
+# an alarm line even when its date is missing or garbled: rejected, never skipped.
+_ALARM_LIKE = (
+    r"(?:^|\s)(?:[A-Z]{2}\s?\d{3,4})\s+\S"
+    r"|(?i:\b(?:came|went|acknowledged|kommt|geht|quittiert)\s+\d{4,6}\b)"
+)
+
+
+def _alarm_like(raw: pl.Expr) -> pl.Expr:
+    return raw.str.contains(_ALARM_LIKE)
+
+
 def _iso(date: pl.Expr, time: pl.Expr) -> pl.Expr:
     """Parse 'Y-M-D' (any of / . - separators) and 'H:M:S[.f]' into a datetime; null if invalid."""
     parts = date.str.replace_all(r"[/.]", "-").str.split("-")
@@ -92,7 +107,7 @@ def _parse_fanuc(lines: pl.DataFrame, family: str) -> pl.DataFrame:
         "raw",
         pl.when(g.struct.field("code").is_not_null())
         .then(pl.lit("alarm"))
-        .when(pl.col("raw").str.contains(_FANUC_RECORD))
+        .when(pl.col("raw").str.contains(_FANUC_RECORD) | _alarm_like(pl.col("raw")))
         .then(pl.lit("malformed"))
         .otherwise(pl.lit("skip"))
         .alias("kind"),
@@ -124,7 +139,7 @@ def _parse_sinumerik(lines: pl.DataFrame, family: str) -> pl.DataFrame:
         "raw",
         pl.when(g.struct.field("code").is_not_null())
         .then(pl.lit("alarm"))
-        .when(pl.col("raw").str.contains(_SIN_RECORD))
+        .when(pl.col("raw").str.contains(_SIN_RECORD) | _alarm_like(pl.col("raw")))
         .then(pl.lit("malformed"))
         .otherwise(pl.lit("skip"))
         .alias("kind"),
@@ -194,10 +209,11 @@ def machine_for(path: Path, source: AlarmLogSource) -> str:
 
 
 def _split_lines(text: str) -> list[str]:
-    lines = text.split("\n")
+    """Physical lines; CR LF, LF and a lone CR (old controllers) all end one."""
+    lines = re.split(r"\r\n|\r|\n", text)
     if lines and lines[-1] == "":
         lines.pop()
-    return [line.removesuffix("\r") for line in lines]
+    return lines
 
 
 def read_alarm_log(
@@ -232,6 +248,9 @@ def read_alarm_log(
         )
     )
     bad_time = (pl.col("kind") == "alarm") & pl.col("occurred_at").is_null()
+    year = pl.col("occurred_at").dt.year()
+    implausible = (pl.col("kind") == "alarm") & ~bad_time & ~year.is_between(*PLAUSIBLE_YEARS)
+    undecodable = pl.col("raw").str.contains("\ufffd", literal=True)
     where = pl.concat_str(pl.lit(f"{rel}:"), pl.col("source_row").cast(pl.String))
     malformed = parsed.filter(pl.col("kind") == "malformed")
     rejected = pl.concat(
@@ -243,16 +262,34 @@ def read_alarm_log(
                 pl.concat_str(where, pl.lit(": not in the layout "), pl.col("_layout")),
             ),
             make_rejects(
-                parsed.filter(bad_time).select(*_LINEAGE, "machine", "raw"),
+                parsed.filter(bad_time & ~undecodable).select(*_LINEAGE, "machine", "raw"),
                 STAGE,
                 "bad_timestamp",
                 pl.concat_str(where, pl.lit(": no such date or time")),
             ),
+            make_rejects(
+                parsed.filter(implausible & ~undecodable).select(*_LINEAGE, "machine", "raw"),
+                STAGE,
+                "implausible_timestamp",
+                pl.concat_str(
+                    where,
+                    pl.lit(f": year outside {PLAUSIBLE_YEARS[0]}-{PLAUSIBLE_YEARS[1]} "),
+                    pl.lit("(controller clock not set?)"),
+                ),
+            ),
+            make_rejects(
+                parsed.filter(undecodable & (pl.col("kind") != "malformed")).select(
+                    *_LINEAGE, "machine", "raw"
+                ),
+                STAGE,
+                "undecodable_line",
+                pl.concat_str(where, pl.lit(": bytes not valid in the file's encoding")),
+            ),
         ]
     )
-    kept = parsed.filter((pl.col("kind") == "alarm") & ~bad_time).select(
-        [pl.col(c).cast(t) for c, t in ALARM_EVENT_SCHEMA.items()]
-    )
+    kept = parsed.filter(
+        (pl.col("kind") == "alarm") & ~bad_time & ~implausible & ~undecodable
+    ).select([pl.col(c).cast(t) for c, t in ALARM_EVENT_SCHEMA.items()])
     return stage_result(
         kept,
         rejected.sort("source_row"),

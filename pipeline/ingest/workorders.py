@@ -15,13 +15,16 @@ import io
 import json
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import fastexcel
 import polars as pl
 
-from pipeline.ingest.encoding import EncodingError, detect_encoding
-from pipeline.ingest.files import relative_path, sha256_bytes
+from pipeline.errors import InputFileError
+from pipeline.ingest.encoding import decode
+from pipeline.ingest.files import any_case, relative_path, sha256_bytes
 from pipeline.ingest.lineage import record_ids
 from pipeline.ingest.xlsx_merges import fill_merged, merged_ranges
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
@@ -34,7 +37,7 @@ _CONTENT_FIELDS = ("symptom", "cause", "action")
 _HEADER_NOISE = re.compile(r"[\s_\-./()（）:：#*]+")
 
 
-class IngestError(Exception):
+class IngestError(InputFileError):
     """A file that cannot be read; the message names the file (and the line, where known)."""
 
 
@@ -56,7 +59,7 @@ def discover_files(root: Path, cfg: IngestConfig) -> list[Path]:
         return [root]
     if not root.is_dir():
         raise IngestError(f"{root}: input path does not exist")
-    found = {p for pattern in cfg.include for p in root.glob(pattern) if p.is_file()}
+    found = {p for pattern in cfg.include for p in root.glob(any_case(pattern)) if p.is_file()}
     return sorted(
         p for p in found if not any(fnmatch.fnmatch(relative_path(p, root), x) for x in cfg.exclude)
     )
@@ -83,22 +86,17 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
     fmt = _format_of(path, source)
     if fmt == "xlsx":
         encoding = "binary"
-        raw, lines, bad = _read_xlsx(path, source), None, []
+        (raw, bad), lines = _read_xlsx(path, source), None
     else:
-        try:
-            encoding = detect_encoding(data, path) if source.encoding == "auto" else source.encoding
-        except EncodingError as exc:
-            raise IngestError(str(exc)) from None
-        try:
-            text = data.decode(encoding)
-        except (UnicodeDecodeError, LookupError) as exc:
-            raise IngestError(f"{path}: cannot decode as {encoding}: {exc}") from exc
+        text, encoding, undecodable = decode(data, path, source.encoding)
         if fmt == "csv":
             raw, lines, bad = _read_csv(text, source, path)
         elif fmt == "jsonl":
             raw, lines, bad = _read_jsonl(text, path)
         else:
             raw, lines, bad = _read_json(text, path)
+        if undecodable:
+            raw, lines, bad = _drop_undecodable(raw, lines, bad)
     if lines is None:  # spreadsheets: header on row 1
         lines = list(range(2, raw.height + 2))
 
@@ -114,6 +112,18 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
         encoding=encoding,
         rows=records.height + rejected.height,
     )
+
+
+def _drop_undecodable(
+    raw: pl.DataFrame, lines: list[int], bad: list[_BadRow]
+) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
+    """Rows holding U+FFFD (bytes of another encoding in a UTF-8 file) are quarantined."""
+    hit = raw.select(pl.any_horizontal(pl.all().str.contains("\ufffd", literal=True))).to_series()
+    hit = hit.fill_null(False) if raw.width else pl.Series([False] * raw.height)
+    for i in hit.arg_true().to_list():
+        bad.append((lines[i], "bytes not valid UTF-8 (another encoding pasted in?)", []))
+    keep = ~hit
+    return raw.filter(keep), [n for n, k in zip(lines, keep, strict=True) if k], bad
 
 
 def _format_of(path: Path, source: SourceMapping) -> str:
@@ -136,8 +146,17 @@ _BadRow = tuple[int, str, list[str]]
 def _read_csv(
     text: str, source: SourceMapping, path: Path
 ) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
-    """Parse with the csv module (quoted newlines and commas), keeping each row's first line."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=source.delimiter)
+    """Parse with the csv module (quoted newlines and commas), keeping each row's first line.
+
+    A bad row that spans several physical lines (an unbalanced quote swallowing the rows
+    after it) is rejected at its first line only; reading resumes on the next line.
+    """
+    physical = list(io.StringIO(text, newline=""))
+
+    def reader_from(line: int) -> Iterator[list[str]]:
+        return csv.reader(iter(physical[line:]), delimiter=source.delimiter)
+
+    reader = reader_from(0)
     try:
         header = next(reader)
     except StopIteration:
@@ -148,22 +167,31 @@ def _read_csv(
     rows: list[list[str]] = []
     lines: list[int] = []
     bad: list[_BadRow] = []
+    offset = 0  # physical lines before the current reader's first
     while True:
-        start = reader.line_num + 1
+        start = offset + reader.line_num + 1
         try:
             row = next(reader)
+            problem = None if not row or len(row) == width else f"expected {width} fields"
         except StopIteration:
             break
         except csv.Error as exc:
-            bad.append((start, f"unparseable CSV: {exc}", []))
+            row, problem = [], f"unparseable CSV: {exc}"
+        if problem is None:
+            if row:  # a blank physical line is not a record
+                rows.append(row)
+                lines.append(start)
             continue
-        if not row:
-            continue  # a blank physical line is not a record
-        if len(row) != width:
-            bad.append((start, f"expected {width} fields, found {len(row)}", row))
-            continue
-        rows.append(row)
-        lines.append(start)
+        end = offset + reader.line_num
+        if row and end == start:
+            problem += f", found {len(row)}"
+        elif end > start:
+            problem += (
+                f" (an unbalanced quote here ran on to line {end}; read again from {start + 1})"
+            )
+            reader, offset = reader_from(start), start
+        fields = row if end == start else [physical[start - 1]]
+        bad.append((start, problem, [field[:1000] for field in fields]))
     names = _unique_headers(header)
     frame = pl.DataFrame(
         {name: [r[i] for r in rows] for i, name in enumerate(names)},
@@ -172,7 +200,9 @@ def _read_csv(
     return frame, lines, bad
 
 
-def _read_xlsx(path: Path, source: SourceMapping) -> pl.DataFrame:
+def _read_xlsx(path: Path, source: SourceMapping) -> tuple[pl.DataFrame, list[_BadRow]]:
+    """The configured sheet (the first by default); every other sheet that holds rows is one
+    quarantined row saying it was not read."""
     sheet = (
         {"sheet_name": source.sheet}
         if isinstance(source.sheet, str)
@@ -188,18 +218,36 @@ def _read_xlsx(path: Path, source: SourceMapping) -> pl.DataFrame:
             infer_schema_length=0,
         )
         ranges = merged_ranges(path, source.sheet)
+        workbook = fastexcel.read_excel(path)
+        others = {
+            name: workbook.load_sheet(name, header_row=None).height
+            for i, name in enumerate(workbook.sheet_names)
+            if name != source.sheet and i != source.sheet
+        }
     except Exception as exc:  # calamine/fastexcel and zipfile raise their own types
         raise IngestError(f"{path}: cannot read spreadsheet: {exc}") from exc
     frame = frame.rename(dict(zip(frame.columns, _unique_headers(frame.columns), strict=True)))
-    return fill_merged(frame.select(pl.all().cast(pl.String)), ranges)
+    skipped = [
+        (
+            1,
+            f"sheet '{name}' ({n} rows) not read: only one sheet is; set `sheet` in an "
+            "[[ingest.sources]] entry (a second entry for the same file reads another)",
+            [name],
+        )
+        for name, n in others.items()
+        if n
+    ]
+    return fill_merged(frame.select(pl.all().cast(pl.String)), ranges), skipped
 
 
 def _read_json(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
     """A JSON array of objects; the row number is the element's 1-based position."""
     try:
-        data = json.loads(text)
+        data = _json_loads(text)
     except json.JSONDecodeError as exc:
         raise IngestError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except (RecursionError, ValueError) as exc:
+        raise IngestError(f"{path}: unreadable JSON: {_json_problem(exc)}") from None
     if not isinstance(data, list):
         raise IngestError(f"{path}: expected a JSON array of records, found {type(data).__name__}")
     good = [(i + 1, obj) for i, obj in enumerate(data) if isinstance(obj, dict)]
@@ -211,15 +259,29 @@ def _read_json(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_Ba
     return _frame_from_objects([o for _, o in good]), [n for n, _ in good], bad
 
 
+def _json_loads(text: str) -> object:
+    """JSON; an integer too long for Python's int (4,300 digits) stays text, not an error."""
+    return json.loads(text, parse_int=lambda digits: int(digits) if len(digits) < 4000 else digits)
+
+
+def _json_problem(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deep"
+    return " ".join(str(exc).split())
+
+
 def _read_jsonl(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
     objects, lines, bad = [], [], []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _json_loads(line)
         except json.JSONDecodeError as exc:
             bad.append((number, f"invalid JSON: {exc.msg}", [line]))
+            continue
+        except (RecursionError, ValueError) as exc:
+            bad.append((number, f"unreadable JSON: {_json_problem(exc)}", [line[:200]]))
             continue
         if not isinstance(obj, dict):
             bad.append((number, "line is not a JSON object", [line]))

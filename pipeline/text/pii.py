@@ -50,7 +50,7 @@ _NOT_NAME_TAIL = (
 _ZH_NAME = rf"[{SURNAMES}]\p{{Han}}[\p{{Han}}--[{_NOT_NAME_TAIL}]]?"
 _ZH_NAME_CUES = (
     "联系人|报修人|报告人|报障人|操作员|操作工|操作者|负责人|维修人|维修员|维修工|技术员|记录人|"
-    "检修人|处理人|确认人|审核人|验收人|值班人|申请人|签字|签名|工程师"
+    "检修人|处理人|确认人|审核人|验收人|值班人|申请人|签字|签名|工程师|联系|致电|询问|请教|通知"
 )
 _ZH_CUED_NAME = rf"((?:{_ZH_NAME_CUES})\s*[:：]?\s*){_ZH_NAME}"
 # 张师傅, 王工 (not 每周工作), 李工程师, 刘经理
@@ -64,7 +64,8 @@ _EN_NAME = (
 _EN_CUED_NAME = (
     rf"({B}(?i:contact(?:\s+person)?|tech(?:nician)?|operator|engineer|inspector|attn|reporter|"
     rf"requester|reported\s+by|signed(?:\s+off)?\s+by|checked\s+by|repaired\s+by|fixed\s+by|"
-    rf"serviced\s+by|approved\s+by|handled\s+by|done\s+by|verified\s+by|inspected\s+by)"
+    rf"serviced\s+by|approved\s+by|handled\s+by|done\s+by|verified\s+by|inspected\s+by|"
+    rf"call(?:\s+back)?|ask(?:\s+for)?|phone|ring|talk\s+to|speak\s+(?:to|with)|reach)"
     rf"\s*[:：]?\s*){_EN_NAME}"
 )
 
