@@ -6,7 +6,9 @@ import pytest
 from pipeline.ingest.alarm_logs import (
     AlarmLogError,
     alarm_log_files,
+    machine_from_name,
     read_alarm_log,
+    read_alarm_log_file,
     read_alarm_logs,
 )
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogsConfig, AlarmLogSource
@@ -122,7 +124,7 @@ def test_mtconnect_conditions_among_samples(tmp_path: Path) -> None:
     rows = result.kept.select("event", "alarm_code", "channel", "message").rows()
     assert rows == [
         ("raised", "MTCONNECT:2011", "logic_cond", "SPINDLE|OVERLOAD"),
-        ("raised", "MTCONNECT:servo_cond", "servo_cond", "LUBE LOW"),  # no native code
+        ("raised", "MTCONNECT:SERVO_COND", "servo_cond", "LUBE LOW"),  # no native code
         ("cleared", "MTCONNECT:2011", "logic_cond", None),
         ("cleared", None, "servo_cond", None),  # Normal without a code clears the item
     ]
@@ -156,27 +158,52 @@ def test_real_nist_mazak_log() -> None:
     assert (soft_limit["alarm_code"], soft_limit["source_row"]) == ("MTCONNECT/MAZAK:101", 4569)
 
 
-def test_directory_read_uses_configured_patterns_and_adds_up() -> None:
+def test_directory_read_finds_logs_by_content_and_adds_up() -> None:
     files = alarm_log_files(SAMPLES, AlarmLogsConfig())
-    assert [(p.name, s.format) for p, s in files] == [
-        ("DMU-07_sinumerik_alarm_log_20240313.log", "sinumerik"),
-        ("VMC-03_fanuc_alarm_history_20240318.txt", "fanuc"),
+    assert [p.name for p, _ in files] == [
+        "DMU-07_sinumerik_alarm_log_20240313.log",
+        "VMC-03_fanuc_alarm_history_20240318.txt",
     ]
+    assert [read_alarm_log_file(p, s).layout for p, s in files] == ["sinumerik", "fanuc"]
     result = read_alarm_logs(SAMPLES)
     c = result.counters
     assert c["files"] == 2
-    assert c["lines_total"] == 29 + 35 == c["read"] + c["skipped_non_alarm"]
+    assert c["lines_total"] == 29 + 35 == c["alarm_lines"] + c["skipped_non_alarm"]
     assert c["read"] == c["kept"] + c["rejected"] == 48
     again = read_alarm_logs(SAMPLES)
     assert again.kept["record_id"].to_list() == result.kept["record_id"].to_list()
     assert result.kept["record_id"].n_unique() == result.kept.height
 
 
-def test_machine_name_must_come_from_somewhere(tmp_path: Path) -> None:
+def test_configured_pattern_overrides_content(tmp_path: Path) -> None:
+    log = tmp_path / "VMC-9_history.txt"
+    log.write_text("2024/03/18 08:00:00 401 SERVO ALARM\n", encoding="utf-8")
+    assert read_alarm_log_file(log).layout == "fanuc"  # bare numbers: FANUC unless Haas is named
+    cfg = AlarmLogsConfig(sources=[AlarmLogSource(pattern="VMC-9_*", format="haas")])
+    [(path, source)] = alarm_log_files(tmp_path, cfg)
+    read = read_alarm_log_file(path, source)
+    assert (read.layout, read.result.kept["alarm_code"][0]) == ("haas", "HAAS:401")
+
+
+def test_machine_from_config_content_or_name(tmp_path: Path) -> None:
     log = tmp_path / "alarmlog.txt"
     log.write_text("2024/03/18 08:00:00 SV0401 V READY OFF\n", encoding="utf-8")
+    assert read_alarm_log_file(log).machine is None  # nothing names it: null, not a guess
     with pytest.raises(AlarmLogError, match=r"alarmlog\.txt: file name does not match"):
-        read_alarm_log(log, AlarmLogSource(pattern="*", format="fanuc"))
+        read_alarm_log(log, AlarmLogSource(pattern="*", machine_pattern=r"^(?P<machine>M\d+)_"))
     named = AlarmLogSource(pattern="*", format="fanuc", machine="LATHE-1")
     kept = read_alarm_log(log, named).kept
     assert kept.select("machine", "alarm_code").row(0) == ("LATHE-1", "FANUC:SV0401")
+    header = tmp_path / "export.txt"
+    header.write_text(
+        "Machine No.: HMC-12   Series 30i-B\n2024/03/18 08:00:00 SV0401 V READY OFF\n",
+        encoding="utf-8",
+    )
+    assert read_alarm_log_file(header).machine == "HMC-12"
+    for name, machine in [
+        ("alarm_history_VMC-03_0i-MF.txt", "VMC-03"),
+        ("Mazak01-20180220-20180221.txt", "Mazak01"),
+        ("报警履历_CK6150_20240818.txt", "CK6150"),
+        ("sinumerik 840D alarm log.csv", None),
+    ]:
+        assert machine_from_name(name) == machine
