@@ -17,7 +17,14 @@ from pipeline.publish import SnapshotWriter, new_snapshot_id
 from pipeline.report_html import render_report
 from schemas import arrow
 from schemas.config import PipelineConfig
-from schemas.manifest import Counts, InputFile, Manifest, RefreshSummary, StageOutput
+from schemas.manifest import (
+    Counts,
+    InputFile,
+    Manifest,
+    RefreshSummary,
+    SkippedFile,
+    StageOutput,
+)
 from schemas.plan import Plan
 
 
@@ -36,6 +43,7 @@ class SourceRun:
     side_rejects: list[pl.DataFrame] = field(default_factory=list)  # outside the SFT funnel
     sources: dict[str, dict[str, int]] = field(default_factory=dict)  # manifest.sources
     carries_published: bool = False  # unchanged files keep their published samples and rejects
+    unit_stage: str = "ingest"  # the stage whose rows are the kind's records in the headline
 
 
 @dataclass(frozen=True)
@@ -77,8 +85,13 @@ def publish_snapshot(
     previous: Path | None,
     state: Path | None,
     code_version: str,
+    skipped: list[SkippedFile] | None = None,
 ) -> Published:
-    """Assemble this refresh's parts with the rows it carries over, and publish one snapshot."""
+    """Assemble this refresh's parts with the rows it carries over, and publish one snapshot.
+
+    Headline counts: `read` is the records of every kind at its unit stage (work-order rows,
+    alarm-log incidents), `rejected` the rejects from that stage on; the stages before it
+    (alarm-log lines and events) are counted per stage and in `sources`."""
     carrying = [r for r in runs if r.carries_published]
     sft = (
         pl.concat(
@@ -126,20 +139,28 @@ def publish_snapshot(
         ]
     ).sort("source_kind", "source_file", "stage", "outcome")
     stages = funnel(counts_long, {r.kind: list(r.stage_order) for r in runs if r.stage_order})
-    by_reason: dict[str, int] = {}
-    for c in stages.values():
+    headline = {
+        f"{r.kind}/{stage}"
+        for r in runs
+        if r.stage_order
+        for stage in r.stage_order[r.stage_order.index(r.unit_stage) :]
+    }
+    units = {f"{r.kind}/{r.unit_stage}" for r in runs if r.stage_order}
+    by_reason = {}
+    for name, c in stages.items():
         for reason, n in c.by_reason.items():
-            by_reason[reason] = by_reason.get(reason, 0) + n
+            if name in headline:
+                by_reason[reason] = by_reason.get(reason, 0) + n
     counts = Counts(
-        read=sum(c.read for k, c in stages.items() if k.endswith("/ingest")),
+        read=sum(c.read for k, c in stages.items() if k in units),
         kept=sft.height,
-        rejected=funnel_rejects.height,
+        rejected=sum(c.rejected for k, c in stages.items() if k in headline),
         by_reason=dict(sorted(by_reason.items())),
         stages=stages,
     )
     ledger = pl.concat(
         [pl.DataFrame(schema=LEDGER_SCHEMA), *(f for r in runs for f in r.ledger)],
-        how="vertical_relaxed",
+        how="diagonal_relaxed",
     ).sort("path")
     tables = {name: pl.read_parquet(p) for r in runs for name, p in r.tables.items()}
     pretrain = tables.get("pretrain")
@@ -155,6 +176,8 @@ def publish_snapshot(
             writer.write_table("pretrain", pretrain, arrow.PRETRAIN)
         if "fault_codes" in tables:
             writer.write_table("fault_codes", tables["fault_codes"], arrow.FAULT_CODES)
+        if "incidents" in tables:
+            writer.write_table("incidents", tables["incidents"], arrow.INCIDENTS)
         writer.write_table("rejects", rejects, arrow.REJECTS)
         plan = plan_snapshot(sft, pretrain, cfg.plan)
         writer.write_json("plan.json", plan.model_dump(mode="json"))
@@ -170,6 +193,7 @@ def publish_snapshot(
             code_version=code_version,
             config_hash=cfg.config_hash(),
             inputs=[InputFile(**row) for row in ledger.iter_rows(named=True)],
+            skipped=skipped or [],
             counts=counts,
             sources={k: v for r in runs for k, v in r.sources.items()},
             refresh=refresh,

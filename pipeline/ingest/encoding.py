@@ -52,12 +52,16 @@ def detect_encoding(data: bytes, source: str | Path | None = None) -> str:
     )
 
 
+def resolved_encoding(data: bytes, encoding: str, source: str | Path | None = None) -> str:
+    """The configured encoding, or the detected one when it is 'auto'."""
+    return detect_encoding(data, source) if encoding == "auto" else encoding
+
+
 def read_text(path: str | Path, encoding: str = "auto") -> tuple[str, str]:
     """Decode a whole file; returns (text, encoding used). `encoding="auto"` detects it."""
     path = Path(path)
     data = path.read_bytes()
-    if encoding == "auto":
-        encoding = detect_encoding(data, path)
+    encoding = resolved_encoding(data, encoding, path)
     try:
         return data.decode(encoding), encoding
     except UnicodeDecodeError as exc:
