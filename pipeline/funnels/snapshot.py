@@ -219,4 +219,6 @@ def no_samples_reason(manifest: Manifest) -> str | None:
         return f"no SFT samples: no work orders or alarm logs among the inputs (read: {read})"
     top = sorted(counts.by_reason.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
     reasons = ", ".join(f"{r} {n}" for r, n in top) or "no rows read"
-    return f"no SFT samples: all {counts.read} rows read were rejected ({reasons})"
+    incidents = manifest.sources.get("alarm_log", {}).get("incidents", 0)
+    kept = f"; {incidents} alarm incidents are published in incidents/" if incidents else ""
+    return f"no SFT samples: all {counts.read} records read were rejected ({reasons}){kept}"

@@ -306,7 +306,7 @@ def _parse_sinumerik_table(lines: pl.DataFrame, table: _Table) -> pl.DataFrame:
         kind = (
             pl.when(row & (has_stamp if not first_event else pl.lit(True)))
             .then(pl.lit("alarm"))
-            .when(after_header & pl.col("raw").str.contains(r"^\s*\d{4,6}\b") & first_event)
+            .when(after_header & ~pl.col("raw").str.contains(r"^[\s\-=_;|]*$") & first_event)
             .then(pl.lit("malformed"))
             .otherwise(pl.lit("skip"))
         )
