@@ -126,12 +126,13 @@ def refresh(
         shutil.rmtree(out / "state" / "task-results", ignore_errors=True)
     for read in published.manifest.inputs:
         if read.warning:
-            print(f"warning: {read.warning}", file=sys.stderr)
+            sys.stderr.write(f"warning: {read.warning}\n")
     return published
 
 
 def _skipped(entries: list[InputEntry], root: Path) -> list[SkippedFile]:
-    """The files no reader reads, each announced on one warning line."""
+    """The files no reader reads, each announced on one warning line (written to stderr
+    directly: a flow's print capture would turn it into an INFO log line)."""
     skipped = []
     for e in entries:
         if e.sniffed.kind != "skip":
@@ -141,7 +142,7 @@ def _skipped(entries: list[InputEntry], root: Path) -> list[SkippedFile]:
             if e.path.resolve().is_relative_to(root.resolve())
             else str(e.path)
         )
-        print(f"warning: {rel}: skipped: {e.sniffed.reason}", file=sys.stderr)
+        sys.stderr.write(f"warning: {rel}: skipped: {e.sniffed.reason}\n")
         skipped.append(
             SkippedFile(path=rel, bytes=e.path.stat().st_size, reason=e.sniffed.reason or "")
         )
