@@ -98,16 +98,18 @@ def _json_kind(text: str, complete: bool) -> str | None:
     return "json"
 
 
-def _is_table(lines: list[str]) -> bool:
-    """At least a header and two rows with the same number (>= 3) of delimited fields."""
+def _is_table(lines: list[str], declared: bool) -> bool:
+    """A header and rows with the same number of delimited fields: at least two rows of three
+    fields, or (a `.csv`/`.tsv` file, `declared`) one row of two."""
     sample = [line for line in lines if line.strip()][:30]
-    if len(sample) < 3:
+    if len(sample) < (2 if declared else 3):
         return False
     for delimiter in (",", ";", "\t", "|"):
         rows = list(csv.reader(io.StringIO("\n".join(sample)), delimiter=delimiter))
         widths = [len(r) for r in rows]
         header = widths[0]
-        if header >= 3 and sum(w == header for w in widths) >= 0.8 * len(widths):
+        wide_enough = header >= (2 if declared else 3)
+        if wide_enough and sum(w == header for w in widths) >= 0.8 * len(widths):
             return True
     return False
 
@@ -166,7 +168,7 @@ def sniff(path: str | Path, encoding: str = "auto", expect: str | None = None) -
         return Sniffed("manual", "markdown")
     if suffix in _TEXT_SUFFIXES and _is_markdown(lines[:400]):
         return Sniffed("manual", "markdown")
-    if suffix not in _CODE_SUFFIXES and _is_table(lines):
+    if suffix not in _CODE_SUFFIXES and _is_table(lines, suffix in {".csv", ".tsv"}):
         return Sniffed("workorder", "csv")
     if suffix in _TEXT_SUFFIXES and re.search(r"[A-Za-z\u4e00-\u9fff]{2}", text):
         return Sniffed("manual", "text")
