@@ -143,17 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_run(args: argparse.Namespace) -> dict[str, object]:
     """Everything `run` needs, checked without Prefect; the flow's keyword arguments."""
-    from pipeline.funnels.refresh import corpus_sources
     from schemas.config import load_config
 
     if args.manuals and args.flow != "clean-fault-logs":
         raise UsageError(f"--manuals is an option of clean-fault-logs, not of {args.flow}")
-    cfg = load_config(args.config)  # the file, field and line of a bad setting, in one line
+    load_config(args.config)  # the file, field and line of a bad setting, in one line
     inputs = [check_input("--input", args.input)]
     if args.manuals:
         inputs.append(check_input("--manuals", args.manuals))
-    if args.flow == "refresh-corpus":
-        corpus_sources(inputs[0], cfg)
     check_output(args.out, inputs)
     kwargs = {"input": args.input, "out": args.out, "config": args.config, "strict": args.strict}
     return kwargs | ({"manuals": args.manuals} if args.manuals else {})

@@ -1,7 +1,8 @@
 """The refresh-corpus flow: every source, one consistent snapshot.
 
-The input folder holds one sub-folder per source kind (names in `[sources]` of the
-configuration): work orders, alarm histories and manuals (with vendor fault tables).
+Every file under the input folder is read by the reader its content calls for (work orders,
+alarm histories, manuals, configured vendor fault tables) or listed as skipped with a reason;
+the folder may be flat or hold one sub-folder per source kind (names in `[sources]`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 from prefect import flow
 
 from flows.tasks import refresh_flow
-from pipeline.funnels.refresh import corpus_sources
+from pipeline.funnels.refresh import Sources
 
 FLOW_NAME = "refresh-corpus"
 
@@ -19,6 +20,4 @@ FLOW_NAME = "refresh-corpus"
 @flow(name=FLOW_NAME, log_prints=True)
 def refresh_corpus(input: str, out: str, config: str | None = None, strict: bool = False) -> str:
     """Refresh the whole corpus from the source folders under `input`; publish under `out`."""
-    return refresh_flow(
-        FLOW_NAME, lambda cfg: corpus_sources(Path(input), cfg), out, config, strict
-    )
+    return refresh_flow(FLOW_NAME, lambda cfg: Sources.everything(Path(input)), out, config, strict)

@@ -14,6 +14,16 @@ class InputFile(BaseModel):
     rows: int
     skipped_lines: int = 0
     lines: int | None = None
+    reader: str | None = None  # kind:layout that read it (alarm_log:sinumerik, workorder:csv)
+    warning: str | None = None  # most of the file did not parse: the first bad line
+
+
+class SkippedFile(BaseModel):
+    """An input file no reader read, and why (a warning line is printed for each)."""
+
+    path: str
+    bytes: int
+    reason: str
 
 
 class StageCounts(BaseModel):
@@ -91,6 +101,7 @@ class Manifest(BaseModel):
     code_version: str
     config_hash: str
     inputs: list[InputFile]
+    skipped: list[SkippedFile] = []
     counts: Counts
     sources: dict[str, dict[str, int]] = {}
     """Per source kind outside the SFT funnel (manuals, fault tables): lines, sections, chunks,

@@ -13,14 +13,14 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.fault_codes import extract_alarm_tables, merge_knowledge_base, read_vendor_tables
-from pipeline.ingest.encoding import detect_encoding
+from pipeline.ingest.encoding import resolved_encoding
 from pipeline.ingest.files import relative_path, sha256_bytes
 from pipeline.ingest.manuals import chunk_sections, read_manual
 from pipeline.ledger import ledger_row
 from pipeline.stage import Stage, StageResult
 from pipeline.tokens import count_tokens
 from schemas.config import PipelineConfig
-from schemas.manuals import MANUAL_SECTION_SCHEMA
+from schemas.manuals import MANUAL_SECTION_SCHEMA, ManualSource
 
 KIND = "manual"
 _SECTIONS = tuple(MANUAL_SECTION_SCHEMA)
@@ -38,12 +38,13 @@ ALARM_TABLES = Stage(
 )
 
 
-def parse(path: Path, source_index: int, root: Path, cfg: PipelineConfig) -> dict[str, StageResult]:
+def parse(path: Path, source: ManualSource, root: Path) -> dict[str, StageResult]:
     """One manual -> sections; the result's state holds the file's ledger row."""
-    source = cfg.manuals.sources[source_index]
     result = read_manual(path, source, root)
     data = path.read_bytes()
-    encoding = "binary" if source.format == "pdf" else detect_encoding(data, path)
+    encoding = (
+        "binary" if source.format == "pdf" else resolved_encoding(data, source.encoding, path)
+    )
     ledger = ledger_row(
         relative_path(path, root),
         KIND,
@@ -52,6 +53,7 @@ def parse(path: Path, source_index: int, root: Path, cfg: PipelineConfig) -> dic
         encoding,
         rows=result.counters["read"],
         lines=result.counters["lines_total"],
+        reader=f"{KIND}:{source.format}",
     )
     return {"parse": StageResult(result.kept, result.rejected, result.counters, {"ledger": ledger})}
 

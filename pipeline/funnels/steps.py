@@ -19,22 +19,26 @@ from pipeline.funnels.quarantine import quarantine_rows
 from pipeline.funnels.stage_files import save_stage
 from pipeline.ingest.files import relative_path
 from pipeline.stage import StageResult
+from schemas.alarm_logs import AlarmLogSource
 from schemas.config import PipelineConfig
 from schemas.manifest import StageOutput
+from schemas.manuals import ManualSource
 
 Frames = dict[str, pl.DataFrame | None]
 Step = Callable[[PipelineConfig, Frames, dict[str, Any]], dict[str, StageResult]]
 
 STEPS: dict[str, Step] = {
-    "workorders.ingest": lambda cfg, f, p: workorders.ingest(Path(p["path"]), Path(p["root"]), cfg),
+    "workorders.ingest": lambda cfg, f, p: workorders.ingest(
+        Path(p["path"]), Path(p["root"]), cfg, p["layout"]
+    ),
     "workorders.clean": lambda cfg, f, p: workorders.clean(f["ingested"], cfg, p["names"]),
     "workorders.corpus": lambda cfg, f, p: workorders.corpus(f["filtered"], cfg, f["index"]),
     "manuals.parse": lambda cfg, f, p: manuals.parse(
-        Path(p["path"]), p["source"], Path(p["root"]), cfg
+        Path(p["path"]), ManualSource.model_validate(p["source"]), Path(p["root"])
     ),
     "manuals.funnel": lambda cfg, f, p: manuals.funnel(f["sections"], Path(p["root"]), cfg),
     "alarm_logs.parse": lambda cfg, f, p: alarm_logs.parse(
-        Path(p["path"]), p["source"], Path(p["root"]), cfg
+        Path(p["path"]), AlarmLogSource.model_validate(p["source"]), Path(p["root"])
     ),
     "alarm_logs.funnel": lambda cfg, f, p: alarm_logs.funnel(
         f["events"], f["ingest_rejects"], f["fault_codes"], f["workorders"], cfg

@@ -56,6 +56,11 @@ def detect_encoding(data: bytes, source: str | Path | None = None) -> str:
     )
 
 
+def resolved_encoding(data: bytes, encoding: str, source: str | Path | None = None) -> str:
+    """The configured encoding, or the detected one when it is 'auto'."""
+    return detect_encoding(data, source) if encoding == "auto" else encoding
+
+
 def undecodable_lines(data: bytes) -> list[int] | None:
     """Line numbers of the lines that are not UTF-8 in a file that otherwise is (more of its
     non-ASCII lines decode than do not); None when the file is not UTF-8 with a few bad lines.
@@ -82,7 +87,7 @@ def decode(data: bytes, source: str | Path, encoding: str = "auto") -> tuple[str
         bad = undecodable_lines(data) if not data.startswith(codecs.BOM_UTF8) else None
         if bad is not None:
             return check_text(data.decode("utf-8", "replace"), source), "utf-8", bad
-        encoding = detect_encoding(data, source)
+    encoding = resolved_encoding(data, encoding, source)
     try:
         return check_text(data.decode(encoding), source), encoding, []
     except UnicodeDecodeError as exc:

@@ -32,8 +32,8 @@ def test_incidents_join_the_knowledge_base(kb: pl.DataFrame, events: pl.DataFram
     # 20 incidents; OT0500 and PS0010 are in no manual table -> rejected
     assert (c["read"], c["kept"], c["rejected_no_fault_code_entry"]) == (20, 18, 2)
     assert sorted(result.rejected["detail"]) == [
-        "no knowledge-base entry for FANUC:OT0500",
-        "no knowledge-base entry for FANUC:PS0010",
+        "no knowledge-base entry for FANUC:OT0500; the incident stays in incidents/",
+        "no knowledge-base entry for FANUC:PS0010; the incident stays in incidents/",
     ]
     samples = result.kept
     burst = samples.filter(
