@@ -222,9 +222,28 @@ def canonical_code(family: pl.Expr, code: pl.Expr) -> pl.Expr:
     return pl.concat_str(family.fill_null("UNKNOWN"), pl.lit(":"), code_body(code))
 
 
+def family_from_code(code: pl.Expr) -> pl.Expr:
+    """The family a code's shape names on its own: FANUC prefixes (SV0401), Mitsubishi class
+    plus detail number (S02 0031), Heidenhain hex pairs (8B40-0001); else null."""
+    code = code.str.strip_chars().str.to_uppercase()
+    return (
+        pl.when(code.str.contains(_FANUC_FULL))
+        .then(pl.lit("FANUC"))
+        .when(code.str.contains(r"^[SMYZPLTU]\d{2}[ -][0-9A-F]{4}$"))
+        .then(pl.lit("MITSUBISHI"))
+        .when(code.str.contains(r"^[0-9A-F]{4}-[0-9A-F]{4}$") & code.str.contains("[A-F]"))
+        .then(pl.lit("HEIDENHAIN"))
+    )
+
+
 def code_body(code: pl.Expr) -> pl.Expr:
-    """The code part of `canonical_code` (no family)."""
-    code = code.str.replace_all(r"\s", "").str.to_uppercase()
+    """The code part of `canonical_code` (no family); Mitsubishi `S02 0031` -> `S02-0031`."""
+    code = (
+        code.str.strip_chars()
+        .str.to_uppercase()
+        .str.replace(r"^([SMYZPLTU]\d{2})\s*[ -]\s*([0-9A-F]{4})$", "${1}-${2}")
+        .str.replace_all(r"\s", "")
+    )
     letters = code.str.extract(r"^([A-Z]{2})\d+$")
     return (
         pl.when(letters.is_not_null())
