@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, model_validator
+import json
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 
 class InputFile(BaseModel):
@@ -14,6 +16,14 @@ class InputFile(BaseModel):
     rows: int
     skipped_lines: int = 0
     lines: int | None = None
+    columns: dict[str, str] | None = None
+    """Work orders: record field -> source header(s) the reader used (override them with an
+    [[ingest.sources]] `columns` entry)."""
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _from_json(cls, value: object) -> object:
+        return json.loads(value) if isinstance(value, str) else value
 
 
 class StageCounts(BaseModel):

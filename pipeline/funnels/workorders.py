@@ -85,7 +85,16 @@ RENDER = Stage("render", needs=PARTS, adds=("messages", "n_tokens"), fn=_render)
 def ingest(path: Path, root: Path, cfg: PipelineConfig) -> dict[str, StageResult]:
     """Read one export; the result's state holds the file's ledger row."""
     read = read_workorder_file(path, root, cfg.ingest)
-    ledger = ledger_row(read.path, KIND, read.bytes, read.sha256, read.encoding, read.rows)
+    ledger = ledger_row(
+        read.path,
+        KIND,
+        read.bytes,
+        read.sha256,
+        read.encoding,
+        read.rows,
+        skipped=read.skipped,
+        columns=read.columns,
+    )
     result = read.result
     return {
         "ingest": StageResult(result.kept, result.rejected, result.counters, {"ledger": ledger})
