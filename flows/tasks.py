@@ -92,6 +92,10 @@ def report_run(flow_name: str, published: Published) -> None:
         description="Sequence budget and GPU fit per training stage",
     )
     print(report)
+    for file in manifest.inputs:
+        if file.columns:
+            pairs = ", ".join(f"{field} <- {header}" for field, header in file.columns.items())
+            print(f"columns {file.path}: {pairs}")
     reason = no_samples_reason(manifest)
     if reason:
         print(reason)

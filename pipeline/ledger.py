@@ -8,6 +8,7 @@ file and stage (long format), so a snapshot's totals add up over carried and new
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import polars as pl
@@ -25,6 +26,7 @@ LEDGER_SCHEMA: dict[str, pl.DataType] = {
     "lines": pl.Int64(),  # physical lines of a text source (alarm logs, manuals); else null
     "reader": pl.String(),  # kind:layout that read it (alarm_log:fanuc, workorder:csv, ...)
     "warning": pl.String(),  # one line when most of the file did not parse; else null
+    "columns": pl.String(),  # work orders: JSON {field: header} of the column mapping used
 }
 
 # One row per (file, stage, outcome): outcome is "kept" or a reject reason.
@@ -60,6 +62,7 @@ def ledger_row(
     lines: int | None = None,
     reader: str | None = None,
     warning: str | None = None,
+    columns: dict[str, str] | None = None,
 ) -> pl.DataFrame:
     """The ledger entry of one input file."""
     row = {
@@ -73,6 +76,7 @@ def ledger_row(
         "lines": lines,
         "reader": reader,
         "warning": warning,
+        "columns": None if columns is None else json.dumps(columns, ensure_ascii=False),
     }
     return pl.DataFrame([row], schema=LEDGER_SCHEMA)
 

@@ -70,7 +70,9 @@ def normalize(
             )
             .list.unique(maintain_order=True),
             detect_language(text, cfg.min_han_share).alias("language"),
-            extract_alarm_codes(text, pl.col("machine_model"), cfg).alias("alarm_codes"),
+            extract_alarm_codes(text, pl.col("machine_model"), cfg, pl.col("asset")).alias(
+                "alarm_codes"
+            ),
             (-placeholders).alias("_pii_before"),
         )
         .with_columns(

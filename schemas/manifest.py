@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, model_validator
+import json
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 
 class InputFile(BaseModel):
@@ -16,6 +18,15 @@ class InputFile(BaseModel):
     lines: int | None = None
     reader: str | None = None  # kind:layout that read it (alarm_log:sinumerik, workorder:csv)
     warning: str | None = None  # most of the file did not parse: the first bad line
+
+    columns: dict[str, str] | None = None
+    """Work orders: record field -> source header(s) the reader used (override them with an
+    [[ingest.sources]] `columns` entry)."""
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _from_json(cls, value: object) -> object:
+        return json.loads(value) if isinstance(value, str) else value
 
 
 class SkippedFile(BaseModel):

@@ -20,6 +20,11 @@ class NormalizeConfig(BaseModel):
     max_alarm_codes: int = Field(
         12, ge=1, description="a record keeps at most this many distinct alarm codes"
     )
+    asset_controllers: dict[str, str] = Field(
+        default_factory=dict,
+        description="asset pattern (glob, case-insensitive) -> controller family or model, for "
+        "the alarm codes of work orders without a machine model, e.g. {'VMC-*' = 'FANUC'}",
+    )
     min_han_share: float = Field(
         0.2,
         ge=0.0,

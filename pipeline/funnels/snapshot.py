@@ -167,7 +167,7 @@ def publish_snapshot(
     )
     ledger = pl.concat(
         [pl.DataFrame(schema=LEDGER_SCHEMA), *(f for r in runs for f in r.ledger)],
-        how="diagonal_relaxed",
+        how="diagonal_relaxed",  # ledgers kept by an older version may lack newer columns
     ).sort("path")
     tables = {name: pl.read_parquet(p) for r in runs for name, p in r.tables.items()}
     pretrain = tables.get("pretrain")

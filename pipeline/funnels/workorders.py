@@ -99,7 +99,15 @@ def ingest(
     configured = source_for(rel, ingest_cfg).format
     fmt = configured if configured != "auto" else layout
     ledger = ledger_row(
-        read.path, KIND, read.bytes, read.sha256, read.encoding, read.rows, reader=f"{KIND}:{fmt}"
+        read.path,
+        KIND,
+        read.bytes,
+        read.sha256,
+        read.encoding,
+        read.rows,
+        skipped=read.skipped,
+        columns=read.columns,
+        reader=f"{KIND}:{fmt}",
     )
     result = read.result
     return {

@@ -224,6 +224,27 @@ def read_manual(
     )
 
 
+_PROVENANCE_NAME = re.compile(
+    r"^(?:readme|source|sources|license|licence|copying|notice|authors|contributors|"
+    r"contributing|changelog|changes|history|citation|code_of_conduct)(?:[._-].*)?$",
+    re.I,
+)
+_PROVENANCE_TEXT = re.compile(
+    r"(?im)^\s*(?:#+\s*)?(?:license|licence|许可证?|版权)\s*$|permission is hereby granted|"
+    r"licensed under|creative commons|spdx-license-identifier|gnu general public license|"
+    r"origin repository|copied unchanged|sha-?256\s*[:：]|^\s*-?\s*commit\b"
+)
+
+
+def is_manual_text(path: str | Path, text: str) -> bool:
+    """False for a readme, licence or provenance note (SOURCE.md beside a vendor table): by
+    its file name, or by holding at least two distinct licence/provenance markers."""
+    if _PROVENANCE_NAME.match(Path(path).stem + Path(path).suffix.replace(".", "_", 1)):
+        return False
+    markers = {m.group(0).strip().lower()[:12] for m in _PROVENANCE_TEXT.finditer(text[:20000])}
+    return len(markers) < 2
+
+
 def manual_files(root: str | Path, cfg: ManualsConfig) -> list[tuple[Path, ManualSource]]:
     """Files under `root` that a source of `cfg` claims (first matching source wins), sorted."""
     return claimed_files(root, cfg.sources)

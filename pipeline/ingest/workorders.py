@@ -1,8 +1,10 @@
 """Read work-order exports (CSV, XLSX, JSON, JSONL) onto the record fields, with lineage.
 
-A file is decoded with its detected (or configured) encoding, its headers are mapped onto
-the fields of `schemas.records.WORKORDER_FIELDS` by configuration or by the built-in alias
-table, and every row gets its source file, physical line and a stable `record_id`. Rows that
+A file is decoded with its detected (or configured) encoding, its header row is found below
+report titles (and, in a workbook, its data sheet is chosen), its headers are mapped onto the
+fields of `schemas.records.WORKORDER_FIELDS` by configuration, the synonym vocabulary or the
+column contents (`pipeline.ingest.columns`), and every row gets its source file, physical line
+and a stable `record_id`. Rows that
 cannot be parsed are quarantined with their line; a file that cannot be read at all raises
 `IngestError` naming it.
 """
@@ -13,28 +15,43 @@ import csv
 import fnmatch
 import io
 import json
+<<<<<<< ours
 import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
+=======
+from dataclasses import dataclass, field
+>>>>>>> theirs
 from pathlib import Path
 
 import fastexcel
 import polars as pl
 
+<<<<<<< ours
 from pipeline.errors import InputFileError
 from pipeline.ingest.encoding import decode
 from pipeline.ingest.files import any_case, relative_path, sha256_bytes
+=======
+from pipeline.ingest.columns import (
+    CONTENT_FIELDS,
+    find_header_row,
+    infer_from_contents,
+    map_headers,
+    sheet_score,
+)
+from pipeline.ingest.encoding import EncodingError, detect_encoding
+from pipeline.ingest.files import relative_path, sha256_bytes
+>>>>>>> theirs
 from pipeline.ingest.lineage import record_ids
-from pipeline.ingest.xlsx_merges import fill_merged, merged_ranges
+from pipeline.ingest.xlsx_merges import fill_merged, sheet_layout
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
-from schemas.ingest import BUILTIN_HEADER_ALIASES, IngestConfig, SourceMapping
+from schemas.ingest import IngestConfig, SourceMapping
 from schemas.records import INGESTED_SCHEMA, WORKORDER_FIELDS
 
 STAGE = "ingest"
 SOURCE_KIND = "workorder"
-_CONTENT_FIELDS = ("symptom", "cause", "action")
-_HEADER_NOISE = re.compile(r"[\s_\-./()（）:：#*]+")
+_HEADER_SEARCH = 30  # rows of a CSV read before its header is chosen
 
 
 class IngestError(InputFileError):
@@ -51,6 +68,8 @@ class FileRead:
     sha256: str
     encoding: str
     rows: int
+    columns: dict[str, str] = field(default_factory=dict)  # field -> header(s), " + " joined
+    skipped: int = 0  # title and blank rows above the header
 
 
 def discover_files(root: Path, cfg: IngestConfig) -> list[Path]:
@@ -86,21 +105,33 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
     fmt = _format_of(path, source)
     if fmt == "xlsx":
         encoding = "binary"
+<<<<<<< ours
         (raw, bad), lines = _read_xlsx(path, source), None
+=======
+        raw, lines, header_line = _read_xlsx(path, source, cfg)
+        bad = []
+>>>>>>> theirs
     else:
         text, encoding, undecodable = decode(data, path, source.encoding)
         if fmt == "csv":
-            raw, lines, bad = _read_csv(text, source, path)
+            raw, lines, bad, header_line = _read_csv(text, source, path, cfg)
         elif fmt == "jsonl":
             raw, lines, bad = _read_jsonl(text, path)
+            header_line = 0
         else:
             raw, lines, bad = _read_json(text, path)
+<<<<<<< ours
         if undecodable:
             raw, lines, bad = _drop_undecodable(raw, lines, bad)
     if lines is None:  # spreadsheets: header on row 1
         lines = list(range(2, raw.height + 2))
 
     records = _map_fields(raw, source, cfg, path)
+=======
+            header_line = 0
+    mapping = resolve_columns(raw.columns, source, cfg, path, raw)
+    records = _map_fields(raw, source, mapping)
+>>>>>>> theirs
     records = _with_lineage(records, raw, rel, lines)
     rejected = _quarantine(bad, rel)
     result = stage_result(records, rejected, read=records.height + rejected.height)
@@ -111,6 +142,8 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
         sha256=sha256_bytes(data),
         encoding=encoding,
         rows=records.height + rejected.height,
+        columns={f: " + ".join(mapping[f]) for f in WORKORDER_FIELDS if f in mapping},
+        skipped=max(header_line - 1, 0),  # report titles and blank rows above the header
     )
 
 
@@ -144,6 +177,7 @@ _BadRow = tuple[int, str, list[str]]
 
 
 def _read_csv(
+<<<<<<< ours
     text: str, source: SourceMapping, path: Path
 ) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
     """Parse with the csv module (quoted newlines and commas), keeping each row's first line.
@@ -181,6 +215,55 @@ def _read_csv(
             if row:  # a blank physical line is not a record
                 rows.append(row)
                 lines.append(start)
+=======
+    text: str, source: SourceMapping, path: Path, cfg: IngestConfig
+) -> tuple[pl.DataFrame, list[int], list[_BadRow], int]:
+    """Parse with the csv module (quoted newlines and commas), keeping each row's first line.
+    The header is the configured row, else the row found below titles and blank rows; its
+    line is returned last."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=source.delimiter)
+    # (first line, row or the parse error) of the rows searched for the header
+    head: list[tuple[int, list[str] | csv.Error]] = []
+    while len(head) < _HEADER_SEARCH:
+        start = reader.line_num + 1
+        try:
+            head.append((start, next(reader)))
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            head.append((start, exc))
+    candidates = [r if isinstance(r, list) else [] for _, r in head]
+    if not any(candidates):
+        raise IngestError(f"{path}: empty file, no header row")
+    if source.header_row is not None:
+        index = next((i for i, (n, _) in enumerate(head) if n >= source.header_row), 0)
+    else:
+        index = find_header_row(candidates, cfg)
+    header = candidates[index]
+    width = len(header)
+    pending = head[index + 1 :]
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    bad: list[_BadRow] = []
+    while True:
+        if pending:
+            start, row = pending.pop(0)
+        else:
+            start = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                row = exc
+        if isinstance(row, csv.Error):
+            bad.append((start, f"unparseable CSV: {row}", []))
+            continue
+        if not row:
+            continue  # a blank physical line is not a record
+        if len(row) != width:
+            bad.append((start, f"expected {width} fields, found {len(row)}", row))
+>>>>>>> theirs
             continue
         end = offset + reader.line_num
         if row and end == start:
@@ -197,9 +280,10 @@ def _read_csv(
         {name: [r[i] for r in rows] for i, name in enumerate(names)},
         schema={name: pl.String for name in names},
     )
-    return frame, lines, bad
+    return frame, lines, bad, head[index][0]
 
 
+<<<<<<< ours
 def _read_xlsx(path: Path, source: SourceMapping) -> tuple[pl.DataFrame, list[_BadRow]]:
     """The configured sheet (the first by default); every other sheet that holds rows is one
     quarantined row saying it was not read."""
@@ -238,6 +322,61 @@ def _read_xlsx(path: Path, source: SourceMapping) -> tuple[pl.DataFrame, list[_B
         if n
     ]
     return fill_merged(frame.select(pl.all().cast(pl.String)), ranges), skipped
+=======
+def _read_xlsx(
+    path: Path, source: SourceMapping, cfg: IngestConfig
+) -> tuple[pl.DataFrame, list[int], int]:
+    """The data sheet (configured, else the one whose header names the most fields), its
+    header row found below report titles; rows with their sheet row numbers; merged blocks
+    filled."""
+    try:
+        book = fastexcel.read_excel(path)
+        names = book.sheet_names
+        if source.sheet is None:
+            wanted = list(range(len(names)))
+        elif isinstance(source.sheet, str):
+            wanted = [names.index(source.sheet)] if source.sheet in names else []
+        else:
+            wanted = [source.sheet] if source.sheet < len(names) else []
+        if not wanted:
+            raise IngestError(f"{path}: no sheet {source.sheet!r}; sheets are {names}")
+        grids = {
+            i: book.load_sheet(i, header_row=None, dtypes="string").to_polars() for i in wanted
+        }
+    except IngestError:
+        raise
+    except Exception as exc:  # calamine/fastexcel and zipfile raise their own types
+        raise IngestError(f"{path}: cannot read spreadsheet: {exc}") from exc
+    headers = {}
+    for i, grid in grids.items():
+        top = [list(r) for r in grid.head(_HEADER_SEARCH).rows()]
+        headers[i] = find_header_row(top, cfg) if top else 0
+    if source.sheet is None and len(grids) > 1:
+        chosen = max(
+            grids,
+            key=lambda i: sheet_score(
+                grids[i].row(headers[i]) if grids[i].height else [],
+                grids[i].height - headers[i] - 1,
+                cfg,
+            ),
+        )
+    else:
+        chosen = wanted[0]
+    grid = grids[chosen]
+    if grid.height == 0:
+        raise IngestError(f"{path}: sheet '{names[chosen]}' is empty, no header row")
+    layout = sheet_layout(path, chosen)
+    index = headers[chosen]
+    if source.header_row is not None:
+        index = max(source.header_row - layout.first_row, 0)
+    header_row = layout.first_row + index
+    cells = ["" if c is None else str(c) for c in grid.row(index)]
+    frame = grid.slice(index + 1)
+    frame = frame.rename(dict(zip(frame.columns, _unique_headers(cells), strict=True)))
+    frame = fill_merged(frame, layout.merged, header_row, layout.first_col)
+    lines = list(range(header_row + 1, header_row + 1 + frame.height))
+    return frame, lines, header_row
+>>>>>>> theirs
 
 
 def _read_json(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
@@ -317,39 +456,30 @@ def _unique_headers(header: list[str]) -> list[str]:
     return names
 
 
-def header_key(name: str) -> str:
-    """Header comparison key: NFKC, lower case, no spaces or punctuation."""
-    return _HEADER_NOISE.sub("", unicodedata.normalize("NFKC", name).lower().lstrip("\ufeff"))
-
-
 def resolve_columns(
-    headers: list[str], source: SourceMapping, cfg: IngestConfig, path: Path
+    headers: list[str],
+    source: SourceMapping,
+    cfg: IngestConfig,
+    path: Path,
+    frame: pl.DataFrame | None = None,
 ) -> dict[str, list[str]]:
-    """Field -> source headers: the explicit mapping first, then the alias table."""
+    """Field -> source headers: the explicit mapping first, then the synonym vocabulary, then
+    (with `frame`) the contents of the columns still unknown."""
     mapping: dict[str, list[str]] = {}
-    for field, spec in source.columns.items():
+    for name, spec in source.columns.items():
         wanted = [spec] if isinstance(spec, str) else list(spec)
         missing = [h for h in wanted if h not in headers]
         if missing:
             raise IngestError(
-                f"{path}: configured column(s) {missing} for field '{field}' not in the file; "
+                f"{path}: configured column(s) {missing} for field '{name}' not in the file; "
                 f"headers are {headers}"
             )
-        mapping[field] = wanted
+        mapping[name] = wanted
     if source.use_builtin_headers:
-        by_key = {header_key(h): h for h in reversed(headers)}
-        taken = {h for hs in mapping.values() for h in hs}
-        for field in WORKORDER_FIELDS:
-            if field in mapping:
-                continue
-            aliases = BUILTIN_HEADER_ALIASES[field] + cfg.header_aliases.get(field, [])
-            for alias in aliases:
-                header = by_key.get(header_key(alias))
-                if header is not None and header not in taken:
-                    mapping[field] = [header]
-                    taken.add(header)
-                    break
-    if not any(f in mapping for f in _CONTENT_FIELDS):
+        mapping, ignored = map_headers(headers, mapping, cfg)
+        if frame is not None:
+            mapping = infer_from_contents(frame, mapping, ignored)
+    if not any(f in mapping for f in CONTENT_FIELDS):
         raise IngestError(
             f"{path}: no column recognized as symptom, cause or action; headers are {headers}. "
             'Map them with an [[ingest.sources]] entry (columns = {symptom = "..."}).'
@@ -358,21 +488,19 @@ def resolve_columns(
 
 
 def _map_fields(
-    raw: pl.DataFrame, source: SourceMapping, cfg: IngestConfig, path: Path
+    raw: pl.DataFrame, source: SourceMapping, mapping: dict[str, list[str]]
 ) -> pl.DataFrame:
-    mapping = resolve_columns(raw.columns, source, cfg, path)
-
     def blank_to_null(header: str) -> pl.Expr:
         text = pl.col(header).str.strip_chars()
         return pl.when(text.str.len_chars() > 0).then(text)
 
     exprs = []
-    for field in WORKORDER_FIELDS:
-        headers = mapping.get(field)
+    for name in WORKORDER_FIELDS:
+        headers = mapping.get(name)
         # Fill-down works per source column, before joining: in a merged-cell export each
         # column's blank cell repeats that column's value above.
         parts = [
-            blank_to_null(h).forward_fill() if field in source.fill_down else blank_to_null(h)
+            blank_to_null(h).forward_fill() if name in source.fill_down else blank_to_null(h)
             for h in headers or []
         ]
         if not parts:
@@ -382,7 +510,7 @@ def _map_fields(
         else:
             joined = pl.concat_str(parts, separator=source.join_with, ignore_nulls=True)
             expr = pl.when(joined.str.len_chars() > 0).then(joined)
-        exprs.append(expr.alias(field))
+        exprs.append(expr.alias(name))
     return raw.select(exprs)
 
 
