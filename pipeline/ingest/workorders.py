@@ -15,24 +15,14 @@ import csv
 import fnmatch
 import io
 import json
-<<<<<<< ours
-import re
-import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
-=======
 from dataclasses import dataclass, field
->>>>>>> theirs
 from pathlib import Path
 
 import fastexcel
 import polars as pl
 
-<<<<<<< ours
 from pipeline.errors import InputFileError
-from pipeline.ingest.encoding import decode
-from pipeline.ingest.files import any_case, relative_path, sha256_bytes
-=======
 from pipeline.ingest.columns import (
     CONTENT_FIELDS,
     find_header_row,
@@ -40,9 +30,8 @@ from pipeline.ingest.columns import (
     map_headers,
     sheet_score,
 )
-from pipeline.ingest.encoding import EncodingError, detect_encoding
-from pipeline.ingest.files import relative_path, sha256_bytes
->>>>>>> theirs
+from pipeline.ingest.encoding import decode
+from pipeline.ingest.files import any_case, relative_path, sha256_bytes
 from pipeline.ingest.lineage import record_ids
 from pipeline.ingest.xlsx_merges import fill_merged, sheet_layout
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
@@ -105,12 +94,7 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
     fmt = _format_of(path, source)
     if fmt == "xlsx":
         encoding = "binary"
-<<<<<<< ours
-        (raw, bad), lines = _read_xlsx(path, source), None
-=======
-        raw, lines, header_line = _read_xlsx(path, source, cfg)
-        bad = []
->>>>>>> theirs
+        raw, lines, header_line, bad = _read_xlsx(path, source, cfg)
     else:
         text, encoding, undecodable = decode(data, path, source.encoding)
         if fmt == "csv":
@@ -120,18 +104,11 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
             header_line = 0
         else:
             raw, lines, bad = _read_json(text, path)
-<<<<<<< ours
+            header_line = 0
         if undecodable:
             raw, lines, bad = _drop_undecodable(raw, lines, bad)
-    if lines is None:  # spreadsheets: header on row 1
-        lines = list(range(2, raw.height + 2))
-
-    records = _map_fields(raw, source, cfg, path)
-=======
-            header_line = 0
     mapping = resolve_columns(raw.columns, source, cfg, path, raw)
     records = _map_fields(raw, source, mapping)
->>>>>>> theirs
     records = _with_lineage(records, raw, rel, lines)
     rejected = _quarantine(bad, rel)
     result = stage_result(records, rejected, read=records.height + rejected.height)
@@ -177,13 +154,14 @@ _BadRow = tuple[int, str, list[str]]
 
 
 def _read_csv(
-<<<<<<< ours
-    text: str, source: SourceMapping, path: Path
-) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
+    text: str, source: SourceMapping, path: Path, cfg: IngestConfig
+) -> tuple[pl.DataFrame, list[int], list[_BadRow], int]:
     """Parse with the csv module (quoted newlines and commas), keeping each row's first line.
 
-    A bad row that spans several physical lines (an unbalanced quote swallowing the rows
-    after it) is rejected at its first line only; reading resumes on the next line.
+    The header is the configured row, else the row found below titles and blank rows; its
+    line is returned last. A bad row that spans several physical lines (an unbalanced quote
+    swallowing the rows after it) is rejected at its first line only; reading resumes on the
+    next line.
     """
     physical = list(io.StringIO(text, newline=""))
 
@@ -191,17 +169,30 @@ def _read_csv(
         return csv.reader(iter(physical[line:]), delimiter=source.delimiter)
 
     reader = reader_from(0)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise IngestError(f"{path}: empty file, no header row") from None
-    except csv.Error as exc:
-        raise IngestError(f"{path}:1: cannot parse header: {exc}") from None
+    # (first line, last line, row or [] for a parse error) of the rows searched for the header
+    head: list[tuple[int, int, list[str]]] = []
+    while len(head) < _HEADER_SEARCH:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error:
+            row = []
+        head.append((start, reader.line_num, row))
+    candidates = [row for _, _, row in head]
+    if not any(candidates):
+        raise IngestError(f"{path}: empty file, no header row")
+    if source.header_row is not None:
+        index = next((i for i, (n, _, _) in enumerate(head) if n >= source.header_row), 0)
+    else:
+        index = find_header_row(candidates, cfg)
+    header_line, offset, header = head[index]
     width = len(header)
+    reader = reader_from(offset)  # offset: physical lines before the current reader's first
     rows: list[list[str]] = []
     lines: list[int] = []
     bad: list[_BadRow] = []
-    offset = 0  # physical lines before the current reader's first
     while True:
         start = offset + reader.line_num + 1
         try:
@@ -215,55 +206,6 @@ def _read_csv(
             if row:  # a blank physical line is not a record
                 rows.append(row)
                 lines.append(start)
-=======
-    text: str, source: SourceMapping, path: Path, cfg: IngestConfig
-) -> tuple[pl.DataFrame, list[int], list[_BadRow], int]:
-    """Parse with the csv module (quoted newlines and commas), keeping each row's first line.
-    The header is the configured row, else the row found below titles and blank rows; its
-    line is returned last."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=source.delimiter)
-    # (first line, row or the parse error) of the rows searched for the header
-    head: list[tuple[int, list[str] | csv.Error]] = []
-    while len(head) < _HEADER_SEARCH:
-        start = reader.line_num + 1
-        try:
-            head.append((start, next(reader)))
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            head.append((start, exc))
-    candidates = [r if isinstance(r, list) else [] for _, r in head]
-    if not any(candidates):
-        raise IngestError(f"{path}: empty file, no header row")
-    if source.header_row is not None:
-        index = next((i for i, (n, _) in enumerate(head) if n >= source.header_row), 0)
-    else:
-        index = find_header_row(candidates, cfg)
-    header = candidates[index]
-    width = len(header)
-    pending = head[index + 1 :]
-    rows: list[list[str]] = []
-    lines: list[int] = []
-    bad: list[_BadRow] = []
-    while True:
-        if pending:
-            start, row = pending.pop(0)
-        else:
-            start = reader.line_num + 1
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                row = exc
-        if isinstance(row, csv.Error):
-            bad.append((start, f"unparseable CSV: {row}", []))
-            continue
-        if not row:
-            continue  # a blank physical line is not a record
-        if len(row) != width:
-            bad.append((start, f"expected {width} fields, found {len(row)}", row))
->>>>>>> theirs
             continue
         end = offset + reader.line_num
         if row and end == start:
@@ -280,55 +222,15 @@ def _read_csv(
         {name: [r[i] for r in rows] for i, name in enumerate(names)},
         schema={name: pl.String for name in names},
     )
-    return frame, lines, bad, head[index][0]
+    return frame, lines, bad, header_line
 
 
-<<<<<<< ours
-def _read_xlsx(path: Path, source: SourceMapping) -> tuple[pl.DataFrame, list[_BadRow]]:
-    """The configured sheet (the first by default); every other sheet that holds rows is one
-    quarantined row saying it was not read."""
-    sheet = (
-        {"sheet_name": source.sheet}
-        if isinstance(source.sheet, str)
-        else {"sheet_id": source.sheet + 1}
-    )
-    try:
-        frame = pl.read_excel(
-            path,
-            **sheet,
-            engine="calamine",
-            read_options={"dtypes": "string"},
-            drop_empty_rows=False,
-            infer_schema_length=0,
-        )
-        ranges = merged_ranges(path, source.sheet)
-        workbook = fastexcel.read_excel(path)
-        others = {
-            name: workbook.load_sheet(name, header_row=None).height
-            for i, name in enumerate(workbook.sheet_names)
-            if name != source.sheet and i != source.sheet
-        }
-    except Exception as exc:  # calamine/fastexcel and zipfile raise their own types
-        raise IngestError(f"{path}: cannot read spreadsheet: {exc}") from exc
-    frame = frame.rename(dict(zip(frame.columns, _unique_headers(frame.columns), strict=True)))
-    skipped = [
-        (
-            1,
-            f"sheet '{name}' ({n} rows) not read: only one sheet is; set `sheet` in an "
-            "[[ingest.sources]] entry (a second entry for the same file reads another)",
-            [name],
-        )
-        for name, n in others.items()
-        if n
-    ]
-    return fill_merged(frame.select(pl.all().cast(pl.String)), ranges), skipped
-=======
 def _read_xlsx(
     path: Path, source: SourceMapping, cfg: IngestConfig
-) -> tuple[pl.DataFrame, list[int], int]:
+) -> tuple[pl.DataFrame, list[int], int, list[_BadRow]]:
     """The data sheet (configured, else the one whose header names the most fields), its
     header row found below report titles; rows with their sheet row numbers; merged blocks
-    filled."""
+    filled. Every other sheet that holds rows is one quarantined row saying it was not read."""
     try:
         book = fastexcel.read_excel(path)
         names = book.sheet_names
@@ -342,6 +244,10 @@ def _read_xlsx(
             raise IngestError(f"{path}: no sheet {source.sheet!r}; sheets are {names}")
         grids = {
             i: book.load_sheet(i, header_row=None, dtypes="string").to_polars() for i in wanted
+        }
+        heights = {
+            i: grids[i].height if i in grids else book.load_sheet(i, header_row=None).height
+            for i in range(len(names))
         }
     except IngestError:
         raise
@@ -365,7 +271,10 @@ def _read_xlsx(
     grid = grids[chosen]
     if grid.height == 0:
         raise IngestError(f"{path}: sheet '{names[chosen]}' is empty, no header row")
-    layout = sheet_layout(path, chosen)
+    try:
+        layout = sheet_layout(path, chosen)
+    except Exception as exc:  # a workbook calamine reads but whose XML is not standard
+        raise IngestError(f"{path}: cannot read spreadsheet layout: {exc}") from exc
     index = headers[chosen]
     if source.header_row is not None:
         index = max(source.header_row - layout.first_row, 0)
@@ -375,8 +284,18 @@ def _read_xlsx(
     frame = frame.rename(dict(zip(frame.columns, _unique_headers(cells), strict=True)))
     frame = fill_merged(frame, layout.merged, header_row, layout.first_col)
     lines = list(range(header_row + 1, header_row + 1 + frame.height))
-    return frame, lines, header_row
->>>>>>> theirs
+    not_read = [
+        (
+            1,
+            f"sheet '{names[i]}' ({n} rows) not read: the data sheet is '{names[chosen]}'; set "
+            "`sheet` in an [[ingest.sources]] entry (a second entry for the same file reads "
+            "another)",
+            [names[i]],
+        )
+        for i, n in heights.items()
+        if i != chosen and n
+    ]
+    return frame, lines, header_row, not_read
 
 
 def _read_json(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:

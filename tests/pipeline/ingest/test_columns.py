@@ -134,8 +134,13 @@ def test_workbook_data_sheet_chosen_over_code_list_and_summary(tmp_path: Path) -
     kept = got.result.kept
     assert kept["symptom"].to_list() == ["卡盘夹不紧", "刀库乱刀"]
     assert got.columns["action"] == "维修内容" and got.columns["asset"] == "设备名称"
+    # every other sheet holding rows is one reject naming it: nothing is left out unsaid
+    not_read = got.result.rejected["detail"].to_list()
+    assert len(not_read) == 3 and all("not read" in d for d in not_read)
+    assert {"填写说明", "报警代码表", "汇总"} == {d.split("'")[1] for d in not_read}
     configured = IngestConfig(sources=[SourceMapping(pattern="*.xlsx", sheet="报警代码表")])
-    assert read_workorder_file(path, tmp_path, configured).rows == 29  # override still works
+    override = read_workorder_file(path, tmp_path, configured)  # override still works
+    assert override.result.kept.height == 29 and override.result.rejected.height == 3
 
 
 @pytest.mark.parametrize(
