@@ -149,6 +149,8 @@ def check_run(args: argparse.Namespace) -> dict[str, object]:
         raise UsageError(f"--manuals is an option of clean-fault-logs, not of {args.flow}")
     load_config(args.config)  # the file, field and line of a bad setting, in one line
     inputs = [check_input("--input", args.input)]
+    if inputs[0].is_dir() and not any(p.is_file() for p in inputs[0].rglob("*")):
+        raise UsageError(f"--input {args.input}: the folder holds no files; nothing to read")
     if args.manuals:
         inputs.append(check_input("--manuals", args.manuals))
     check_output(args.out, inputs)

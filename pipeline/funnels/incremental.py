@@ -27,48 +27,20 @@ class FilePlan:
     skipped: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> reason, detail
 
 
-def _corpus_root(folder: Path, top: Path) -> Path | None:
-    """The published corpus (a folder with LATEST and snapshots/) holding `folder`, if any."""
-    for parent in (folder, *folder.parents):
-        if (parent / "LATEST").is_file() and (parent / "snapshots").is_dir():
-            return parent
-        if parent == top or not parent.is_relative_to(top):
-            return None
-    return None
-
-
-def _why_skip(path: Path, rel: str, top: Path) -> tuple[str, str] | None:
-    """Why a discovered file must not be read: a link leaving the input, or a corpus."""
-    resolved = path.resolve()
-    if not resolved.is_relative_to(top):
-        return "outside_input", f"{rel}: links to {resolved}, outside the input folder; not read"
-    corpus = _corpus_root(resolved.parent, top)
-    if corpus is not None:
-        return "corpus_output", (
-            f"{rel}: inside the published corpus {corpus}; snapshots and state are never input"
-        )
-    return None
-
-
 def plan_files(kind: str, files: list[Path], root: Path, state: Path | None) -> FilePlan:
     """Compare `files` (lineage paths relative to `root`) with the ledger in `state`.
 
-    Files that must not or cannot be read are left out of the plan, with a reason.
+    Files that cannot be opened are left out of the plan, with a reason.
     """
-    top = (root.parent if root.is_file() else root).resolve()
     rel, shas, skipped = {}, {}, {}
     for p in files:
         name = relative_path(p, root)
-        why = _why_skip(p, name, top)
-        if why is None:
-            try:
-                shas[name] = sha256_file(p)
-            except OSError as exc:
-                why = "cannot_open", f"{name}: cannot read: {exc.strerror}"
-        if why is None:
-            rel[name] = p
-        else:
-            skipped[name] = why
+        try:
+            shas[name] = sha256_file(p)
+        except OSError as exc:
+            skipped[name] = "cannot_open", f"{name}: cannot read: {exc.strerror}"
+            continue
+        rel[name] = p
     current = pl.DataFrame(
         {"path": list(shas), "sha256": list(shas.values())},
         schema={"path": pl.String, "sha256": pl.String},

@@ -1,9 +1,10 @@
 """File-level quarantine: an input file that cannot be read (or must not be) becomes one
 reject row with a reason and a one-line detail, and a manifest entry; the run goes on.
 
-Reasons: `unreadable_file` and `undecodable_file` (from the readers' `InputFileError`),
-`cannot_open` (the OS refused), `outside_input` (a symlink that leaves the input root),
-`corpus_output` (a published corpus inside the input: snapshots and state are never input).
+Reasons: `unreadable_file` and `undecodable_file` (from the readers' `InputFileError`, and for
+a file of a format we read whose bytes are empty, binary or a damaged archive), `cannot_open`
+(the OS refused). Files that must never be read (a symlink leaving the input, a published
+corpus inside it) are skipped with a reason instead (`pipeline.ingest.inventory`).
 """
 
 from __future__ import annotations

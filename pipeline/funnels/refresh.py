@@ -127,6 +127,9 @@ def refresh(
             runs.append(_manuals(run, of_kind("manual"), vendor, roots["manual"]))
         if sources.alarm_logs is not None:
             runs.append(_alarm_logs(run, of_kind("alarm_log"), roots["alarm_log"], runs))
+        for source_run in runs:
+            broken = _broken(entries, source_run.kind, roots[source_run.kind])
+            source_run.quarantined = pl.concat([source_run.quarantined, broken])
         fail_if_strict(cfg.strict, pl.concat([r.quarantined for r in runs]))
         skipped = _skipped(entries, sources.root)
         published = publish_snapshot(
@@ -140,6 +143,16 @@ def refresh(
     return published
 
 
+def _broken(entries: list[InputEntry], kind: str, root: Path) -> pl.DataFrame:
+    """One quarantine row per broken file `kind` claimed (empty, binary, a damaged archive)."""
+    files = {}
+    for e in entries:
+        if e.sniffed.kind == "broken" and e.sniffed.meant == (kind,):
+            rel = relative_path(e.path, root)
+            files[rel] = ("unreadable_file", f"{rel}: {e.sniffed.reason}")
+    return quarantine_rows(kind, files)
+
+
 def _skipped(entries: list[InputEntry], root: Path) -> list[SkippedFile]:
     """The files no reader reads, each announced on one warning line (written to stderr
     directly: a flow's print capture would turn it into an INFO log line)."""
@@ -147,11 +160,7 @@ def _skipped(entries: list[InputEntry], root: Path) -> list[SkippedFile]:
     for e in entries:
         if e.sniffed.kind != "skip":
             continue
-        rel = (
-            relative_path(e.path, root)
-            if e.path.resolve().is_relative_to(root.resolve())
-            else str(e.path)
-        )
+        rel = relative_path(e.path, root) if e.path.is_relative_to(root) else str(e.path)
         sys.stderr.write(f"warning: {rel}: skipped: {e.sniffed.reason}\n")
         skipped.append(
             SkippedFile(path=rel, bytes=e.path.stat().st_size, reason=e.sniffed.reason or "")

@@ -634,9 +634,9 @@ def read_alarm_log_file(
             ),
         ]
     ).sort("source_row")
-    kept = parsed.filter((pl.col("kind") == "alarm") & ~bad_time).select(
-        [pl.col(c).cast(t) for c, t in ALARM_EVENT_SCHEMA.items()]
-    )
+    kept = parsed.filter(
+        (pl.col("kind") == "alarm") & ~bad_time & ~implausible & ~undecodable
+    ).select([pl.col(c).cast(t) for c, t in ALARM_EVENT_SCHEMA.items()])
     result = stage_result(
         kept,
         rejected,

@@ -5,7 +5,10 @@ The content decides (`pipeline.ingest.sniff`); file-name patterns set in the con
 over it: vendor fault tables (`manuals.vendor_tables`), `alarm_logs.sources`,
 `manuals.sources` and `ingest.sources` when set, in that order; `ingest.exclude` skips. A
 file under the per-kind sub-folder `[sources]` names (`alarm_logs/`, ...) is expected to be of
-that kind. A file of a kind this run does not read is listed as skipped, not dropped.
+that kind. A file of a kind this run does not read is listed as skipped, not dropped, and so
+are files that must never be read: a symlink leaving the input, and anything inside a
+published corpus (snapshots and state are never input). A broken file (see
+`pipeline.ingest.sniff`) is claimed by the first kind its suffix stands for that this run reads.
 """
 
 from __future__ import annotations
@@ -37,6 +40,41 @@ def _globbed(root: Path, patterns: list[str]) -> list[set[Path]]:
 
 def _under(path: Path, folder: Path) -> bool:
     return path.resolve().is_relative_to(folder.resolve())
+
+
+def _corpus_root(folder: Path, top: Path) -> Path | None:
+    """The published corpus (a folder with LATEST and snapshots/) holding `folder`, if any."""
+    for parent in (folder, *folder.parents):
+        if (parent / "LATEST").is_file() and (parent / "snapshots").is_dir():
+            return parent
+        if parent == top or not parent.is_relative_to(top):
+            return None
+    return None
+
+
+def never_read(path: Path, top: Path) -> str | None:
+    """Why a file under the scan root `top` must not be read: a link leaving it, or a corpus."""
+    resolved, top = path.resolve(), top.resolve()
+    if top.is_file():
+        top = top.parent
+    if not resolved.is_relative_to(top):
+        return f"links to {resolved}, outside the input folder; not read"
+    corpus = _corpus_root(resolved.parent, top)
+    if corpus is not None:
+        return f"inside the published corpus {corpus}: snapshots and state are never input"
+    return None
+
+
+def _claim(entry: InputEntry, folders: dict[str, Path | None]) -> InputEntry:
+    """A broken file, claimed by the first kind it was meant as whose folder holds it."""
+    why, meant = entry.sniffed.reason, entry.sniffed.meant
+    for kind in meant:
+        folder = folders.get(kind)
+        if folder is not None and _under(entry.path, folder):
+            return InputEntry(entry.path, Sniffed("broken", reason=why, meant=(kind,)))
+    reads = ", ".join(k for k, f in folders.items() if f is not None) or "nothing"
+    reason = f"{why} ({'/'.join(meant)} file; this run reads: {reads})"
+    return InputEntry(entry.path, Sniffed("skip", reason=reason))
 
 
 class Classifier:
@@ -101,7 +139,14 @@ def inventory(root: Path, folders: dict[str, Path | None], cfg: PipelineConfig) 
             if any(part.startswith(".") for part in Path(rel).parts):
                 entries.append(InputEntry(path, Sniffed("skip", reason="hidden file")))
                 continue
+            why = never_read(path, top)
+            if why is not None:
+                entries.append(InputEntry(path, Sniffed("skip", reason=why)))
+                continue
             entry = classifier.classify(path)
+            if entry.sniffed.kind == "broken":
+                entries.append(_claim(entry, folders))
+                continue
             kind = "manual" if entry.sniffed.kind == "fault_table" else entry.sniffed.kind
             folder = folders.get(kind)
             if kind in KINDS and (folder is None or not _under(path, folder)):
