@@ -183,7 +183,8 @@ class StructureConfig(BaseModel):
             r"(?is)\bsent from my \w+.*$",
             r"(?i)\b(?:thanks|thank you|cheers)\b[,!.]?\s*(?:\[NAME\]|(?-i:[A-Z][a-z]+))?\.?\s*$",
             r"\n\s*\[NAME\]\S{0,3}\s*$",
-            r"(?:维修人|维修员|维修工|签名|签字|记录人|填写人|经办人|处理人)\s*[:：]\s*\S{1,12}\s*$",
+            # the signed name only: a serial or part number glued to it keeps the cue in place
+            r"(?:维修人|维修员|维修工|签名|签字|记录人|填写人|经办人|处理人)\s*[:：]\s*[^\s\d]{1,12}\s*$",
             r"(?:此致\s*)?敬礼[!！。]?\s*$|谢谢[!！。]?\s*$",
         ]
     )
