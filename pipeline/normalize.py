@@ -76,7 +76,7 @@ def normalize(
             (-placeholders).alias("_pii_before"),
         )
         .with_columns(
-            *[redact_pii(pl.col(f), names) for f in TEXT_FIELDS],
+            *[redact_pii(pl.col(f), names, cfg.customer_names) for f in TEXT_FIELDS],
             *[
                 pl.when(pl.col(f).is_not_null()).then(pl.lit("[NAME]")).alias(f)
                 for f in NAME_FIELDS

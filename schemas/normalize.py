@@ -32,6 +32,12 @@ class NormalizeConfig(BaseModel):
         description="language is 'zh' when Han characters make up at least this share of the "
         "Han characters and Latin letters",
     )
+    customer_names: list[str] = Field(
+        default_factory=list,
+        description="customer and company names replaced by [CUSTOMER] wherever they occur "
+        "(work-order text, manuals, fault tables, reject payloads; ASCII letters in any case), "
+        "e.g. ['宁波精工机械有限公司', 'Acme Tooling GmbH']",
+    )
     min_name_length: int = Field(
         2, ge=1, description="technician values shorter than this are not searched for in text"
     )

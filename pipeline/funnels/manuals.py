@@ -43,14 +43,16 @@ ALARM_TABLES = Stage(
 
 
 def _redact(frame: pl.DataFrame, cfg: PipelineConfig) -> StageResult:
-    """Phone numbers, e-mail, ID numbers and cued person names -> placeholders, in every text
+    """Phone numbers, e-mail, ID numbers, cued person and configured customer names ->
+    placeholders, in every text
     column but the lineage (strings and lists of strings). Counter `pii_redacted`: how many
     placeholders were added."""
     text = [c for c, t in frame.schema.items() if t == pl.String and c not in LINEAGE_SCHEMA]
     lists = [c for c, t in frame.schema.items() if t == pl.List(pl.String) and c != "section_ids"]
+    customers = cfg.normalize.customer_names
     redacted = frame.with_columns(
-        *[redact_pii(pl.col(c)) for c in text],
-        *[pl.col(c).list.eval(redact_pii(pl.element())) for c in lists],
+        *[redact_pii(pl.col(c), customers=customers) for c in text],
+        *[pl.col(c).list.eval(redact_pii(pl.element(), customers=customers)) for c in lists],
     )
     added = _placeholders(redacted, text, lists) - _placeholders(frame, text, lists)
     return stage_result(redacted, empty_rejects(), frame.height, pii_redacted=added)

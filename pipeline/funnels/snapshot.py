@@ -16,6 +16,7 @@ from pipeline.plan import plan_snapshot
 from pipeline.publish import SnapshotWriter, new_snapshot_id
 from pipeline.report_html import render_report, snapshot_history
 from pipeline.stage import empty_rejects
+from pipeline.text.pii import redact_customers
 from pipeline.tool_samples import tool_use_samples
 from pipeline.trainer_configs import write_trainer_configs
 from schemas import arrow
@@ -125,6 +126,7 @@ def publish_snapshot(
         [funnel_rejects, quarantined, *(f for r in runs for f in r.side_rejects)],
         how="vertical_relaxed",
     ).sort("source_kind", "source_file", "source_row", "stage", "record_id")
+    rejects = _redacted_rejects(rejects, cfg)
     previous_counts = [carried_rows(state, "counts", r.plan.unchanged) for r in carrying]
     counts_long = pl.concat(
         [
@@ -248,3 +250,16 @@ def no_samples_reason(manifest: Manifest) -> str | None:
     incidents = manifest.sources.get("alarm_log", {}).get("incidents", 0)
     kept = f"; {incidents} alarm incidents are published in incidents/" if incidents else ""
     return f"no SFT samples: all {counts.read} records read were rejected ({reasons}){kept}"
+
+
+def _redacted_rejects(rejects: pl.DataFrame, cfg: PipelineConfig) -> pl.DataFrame:
+    """Payload and detail of every reject (work orders, alarm logs, manuals, fault tables,
+    quarantined files) redacted like kept rows before they are published. `make_rejects`
+    already redacts contacts and cued names; the configured customer names are added here."""
+    customers = cfg.normalize.customer_names
+    if not customers:
+        return rejects
+    return rejects.with_columns(
+        redact_customers(pl.col("payload"), customers),
+        redact_customers(pl.col("detail"), customers),
+    )

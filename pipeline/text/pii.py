@@ -17,7 +17,7 @@ from schemas.normalize import NormalizeConfig
 
 B = ASCII_BOUNDARY
 
-PLACEHOLDER_PATTERN = r"\[(?:PHONE|EMAIL|ID|NAME)\]"
+PLACEHOLDER_PATTERN = r"\[(?:PHONE|EMAIL|ID|NAME|CUSTOMER)\]"
 
 EMAIL = r"[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 CN_ID = r"[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx]"
@@ -82,20 +82,33 @@ def _redact_contacts(text: pl.Expr) -> pl.Expr:
     )
 
 
-def redact_pii(text: pl.Expr, names: Sequence[str] = ()) -> pl.Expr:
-    """Replace e-mail addresses, ID numbers, phone numbers and person names by placeholders.
+def redact_pii(text: pl.Expr, names: Sequence[str] = (), customers: Sequence[str] = ()) -> pl.Expr:
+    """Replace e-mail addresses, ID numbers, phone numbers, person and customer names by
+    placeholders.
 
     `names` (e.g. from `known_names`) are replaced wherever they occur; names after cue words
-    (联系人：张伟, 王工, Contact: John Smith, signed by J. Doe) are found by pattern.
+    (联系人：张伟, 王工, Contact: John Smith, signed by J. Doe) are found by pattern;
+    `customers` (configured, and the values of a customer column) become [CUSTOMER].
     Count what was replaced with `count_placeholders(after) - count_placeholders(before)`.
     """
-    out = on_matching(text, _MAY_HOLD_CONTACT, _redact_contacts)
+    out = on_matching(redact_customers(text, customers), _MAY_HOLD_CONTACT, _redact_contacts)
     if names:
         ordered = sorted(set(names), key=lambda n: (-len(n), n))
         out = out.str.replace_many(ordered, ["[NAME]"] * len(ordered), leftmost=True)
     out = out.str.replace_all(_ZH_CUED_NAME, "${1}[NAME]")
     out = out.str.replace_all(_ZH_TITLED_NAME, "[NAME]${1}")
     return out.str.replace_all(_EN_CUED_NAME, "${1}[NAME]")
+
+
+def redact_customers(text: pl.Expr, customers: Sequence[str]) -> pl.Expr:
+    """Every occurrence of a customer or company name -> [CUSTOMER] (longest first; ASCII
+    letters in any case)."""
+    if not customers:
+        return text
+    ordered = sorted(set(customers), key=lambda n: (-len(n), n))
+    return text.str.replace_many(
+        ordered, ["[CUSTOMER]"] * len(ordered), ascii_case_insensitive=True, leftmost=True
+    )
 
 
 def count_placeholders(expr: pl.Expr) -> pl.Expr:
