@@ -28,3 +28,7 @@ class InputFileError(PipelineError):
 
 class QuarantineError(PipelineError):
     """A strict run met input files it had to quarantine."""
+
+
+class StateError(PipelineError):
+    """The corpus's own state (ledger, carried tables of the last snapshot) cannot be read."""

@@ -693,3 +693,51 @@ def test_case_count():
     n = len(CASES) + len(CONFIGS) + len(PATHS) + 5 + 8 + 2
     assert n >= 100, n
     json.dumps(n)
+
+
+def test_manual_reject_payloads_are_redacted(tmp_path):
+    """Rejected manual text (noise) is published in rejects/: redacted like kept rows."""
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "good.md").write_text(MANUAL_GOOD, encoding="utf-8")
+    noise = _noise(300, 3) + " call Wang Lei at 138 0013 8000 or wang.lei@shop-floor.cn"
+    (root / "x.md").write_text(noise, encoding="utf-8")
+    published = refresh("x", Sources(root, manuals=root), tmp_path / "out", PipelineConfig())
+    rejects = pl.read_parquet(sorted((published.path / "rejects").rglob("*.parquet")))
+    mine = rejects.filter(pl.col("source_file") == "x.md")
+    assert "noise_text" in mine["reason"].to_list()
+    payload = "\n".join(mine["payload"].to_list())
+    assert "[PHONE]" in payload and "[EMAIL]" in payload and "[NAME]" in payload
+    assert "138 0013 8000" not in payload and "shop-floor.cn" not in payload
+    assert "Wang Lei" not in payload
+
+
+def test_corrupt_state_ledger_is_one_line_and_publishes_nothing(tmp_path):
+    """A damaged ledger stops the run with one line naming it (no silent fresh start, which
+    would republish every file and lose the dedup index); LATEST keeps the last snapshot."""
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "good.csv").write_text(GOOD_CSV, encoding="utf-8")
+    out = tmp_path / "out"
+    first = refresh("x", Sources(root, workorders=root), out, PipelineConfig())
+    ledger = out / "state" / first.path.name / "ledger.parquet"
+    ledger.write_bytes(b"PAR1 not really")
+    (root / "more.csv").write_text(GOOD_CSV.replace("WO-", "WX-"), encoding="utf-8")
+    with pytest.raises(PipelineError) as caught:
+        refresh("x", Sources(root, workorders=root), out, PipelineConfig())
+    message = str(caught.value)
+    assert "ledger.parquet" in message and "corpus state is damaged" in message
+    assert "\n" not in message
+    assert (out / "LATEST").read_text().strip() == first.path.name
+
+
+def test_alarm_log_named_like_no_pattern_is_read_by_content(tmp_path):
+    """Content decides: a FANUC history saved under a name no pattern knows is read."""
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "m1_fanuc.txt").write_text(FANUC_GOOD, encoding="utf-8")
+    (root / "报警履历导出_2024-03.dat").write_text(FANUC_GOOD, encoding="utf-8")
+    published = refresh("x", Sources(root, alarm_logs=root), tmp_path / "out", PipelineConfig())
+    inputs = {i.path: i for i in published.manifest.inputs}
+    assert "报警履历导出_2024-03.dat" in inputs
+    assert inputs["报警履历导出_2024-03.dat"].rows == 2

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.errors import StateError
 from pipeline.ingest.files import relative_path, sha256_file
 from pipeline.ledger import RefreshPlan, plan_refresh
 
@@ -51,10 +52,23 @@ def plan_files(kind: str, files: list[Path], root: Path, state: Path | None) -> 
     return FilePlan(kind, rel, shas, plan_refresh(current, ledger), skipped)
 
 
+def _read(paths: Path | list[Path], corpus: Path) -> pl.DataFrame:
+    """A table the last run wrote; a damaged one stops the run in one line (no fresh start
+    behind the user's back: that would republish every file and drop the dedup index)."""
+    try:
+        return pl.read_parquet(paths, hive_partitioning=False)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        first = paths if isinstance(paths, Path) else paths[0]
+        raise StateError(
+            f"{first}: the corpus state is damaged ({' '.join(str(exc).split())[:160]}); "
+            f"restore it from a backup, or move {corpus} aside to rebuild from scratch"
+        ) from None
+
+
 def state_table(state: Path | None, name: str) -> pl.DataFrame | None:
     """A table of the last snapshot's state, or None when there is none."""
     path = state / f"{name}.parquet" if state else None
-    return pl.read_parquet(path) if path is not None and path.exists() else None
+    return _read(path, path.parent) if path is not None and path.exists() else None
 
 
 def carried_rows(
@@ -72,5 +86,5 @@ def carried_published(
     files = sorted((snapshot / table).rglob("*.parquet")) if snapshot and carried else []
     if not files:
         return None
-    rows = pl.read_parquet(files, hive_partitioning=False)
+    rows = _read(files, snapshot)
     return rows.filter((pl.col("source_kind") == kind) & pl.col("source_file").is_in(carried))
