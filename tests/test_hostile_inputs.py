@@ -422,8 +422,7 @@ def test_other_sheets_of_a_workbook_are_reported(tmp_path):
 @pytest.mark.parametrize(
     ("name", "reason"),
     [
-        ("alarm_garbage_timestamps", "malformed_line"),
-        ("alarm_empty_timestamp", "malformed_line"),
+        ("alarm_garbage_timestamps", "bad_timestamp"),
         ("alarm_iso_timestamp", "malformed_line"),
         ("alarm_year_1900", "implausible_timestamp"),
         ("alarm_year_2099", "implausible_timestamp"),
@@ -435,6 +434,15 @@ def test_other_sheets_of_a_workbook_are_reported(tmp_path):
 def test_alarm_lines_are_rejected_not_vanished(tmp_path, name, reason):
     _, rejects = _ingested_ids(tmp_path, name)
     assert reason in rejects["reason"].to_list()
+
+
+def test_alarm_line_without_timestamp_is_counted_not_read_as_an_event(tmp_path):
+    """A line with no date in a FANUC history is a continuation or note line (the 30i screen
+    puts the message on a second line): counted as skipped in the manifest, not an event."""
+    _, kind, file, content = next(c for c in CASES if c[0] == "alarm_empty_timestamp")
+    _, published = _run_case(tmp_path, kind, file, content)
+    read = next(i for i in published.manifest.inputs if i.path == file)
+    assert read.skipped_lines == 1 and read.rows == 4
 
 
 @pytest.mark.parametrize("name", ["md_noise", "txt_noise"])

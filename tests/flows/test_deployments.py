@@ -209,12 +209,11 @@ def test_readme_pause_and_resume_commands_work_against_the_server(server, tmp_pa
         return json.loads(listed.stdout)
 
     try:
-        registered = lambda: (
-            prefect(  # noqa: E731
-                str(BIN / "prefect"), "deployment", "inspect", "refresh-corpus/refresh-corpus"
-            ).returncode
-            == 0
-        )
+
+        def registered() -> bool:
+            inspect = ("deployment", "inspect", "refresh-corpus/refresh-corpus")
+            return prefect(str(BIN / "prefect"), *inspect).returncode == 0
+
         wait_for(registered, "serve registering the deployments", 180, serving)
         commands = _readme_schedule_commands(repo)
         assert len(commands) == 4, commands

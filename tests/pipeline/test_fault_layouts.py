@@ -300,7 +300,8 @@ def test_provenance_files_are_not_pretraining_text_and_pii_is_redacted(tmp_path:
     cfg = PipelineConfig()
     sections = []
     for name in ("SOURCE.md", "notes.md", "manual.md"):
-        parsed = parse(tmp_path / name, 0, tmp_path, cfg)["parse"]
+        source = ManualSource(pattern=name, format="markdown")
+        parsed = parse(tmp_path / name, source, tmp_path)["parse"]
         assert parsed.counters["read"] == parsed.kept.height + parsed.rejected.height
         if name != "manual.md":
             assert parsed.kept.height == 0
