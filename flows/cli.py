@@ -1,12 +1,24 @@
-"""`cnc-corpus`: run a flow locally, or answer the GPU-memory question."""
+"""`cnc-corpus`: run a flow locally, or answer the GPU-memory question.
+
+Everything a run needs is checked before Prefect starts: the paths, the configuration and
+the options. A known error (`PipelineError`) is one line on stderr and exit status 2; anything
+else is a bug: its traceback is kept, with a line saying how to report it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
+import re
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
+
+from pipeline.errors import PipelineError, UsageError
+from pipeline.paths import check_input, check_output
 
 # flow name -> "module:function"; imported lazily so `estimate` does not pay for Prefect.
 FLOWS: dict[str, str] = {
@@ -15,36 +27,80 @@ FLOWS: dict[str, str] = {
     "clean-manuals": "flows.clean_manuals:clean_manuals",
     "refresh-corpus": "flows.refresh_corpus:refresh_corpus",
 }
+BUG_REPORT = (
+    "cnc-corpus: unexpected error (a bug, not your input): please report it to the "
+    "cnc-corpus maintainers with the traceback above, the command line and the cnc-corpus "
+    "version (git rev-parse HEAD)"
+)
+EXIT_KNOWN, EXIT_BUG = 2, 70
 
 
-def _load_flow(name: str) -> Callable[..., str]:
+class _Parser(argparse.ArgumentParser):
+    """argparse with a "did you mean" for unknown options and choices."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_KNOWN, f"{self.prog}: error: {message}{_suggestion(self, message)}\n")
+
+
+def _suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    words: list[str] = []
+    if m := re.search(r"invalid choice: '([^']*)'", message):
+        wrong = m.group(1)
+        words = [c for a in parser._actions if a.choices for c in a.choices]  # noqa: SLF001
+    elif m := re.search(r"unrecognized arguments: (\S+)", message):
+        wrong = m.group(1).split("=")[0]
+        words = [o for a in _all_actions(parser) for o in a.option_strings]
+    else:
+        return ""
+    close = difflib.get_close_matches(wrong, words, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    actions = list(parser._actions)  # noqa: SLF001
+    for action in parser._actions:  # noqa: SLF001
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for sub in action.choices.values():
+                actions += _all_actions(sub)
+    return actions
+
+
+def _load_flow(name: str) -> Callable[..., object]:
     module, func = FLOWS[name].split(":")
     return getattr(importlib.import_module(module), func)
 
 
-def _ensure_prefect_home() -> None:
-    """Prefect creates its home without parents; a fresh clone has no .state/ yet."""
-    from prefect.settings import get_current_settings
+def prefect_environment(out: Path) -> dict[str, str]:
+    """Prefect settings for a run from any folder: offline, loopback only, and (without a
+    server in PREFECT_API_URL) a temporary server whose database lives beside the corpus,
+    `<out>/.prefect`, unless PREFECT_HOME names one; never `~/.prefect` by accident."""
+    env = {
+        "DO_NOT_TRACK": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_API_HOST": "127.0.0.1",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": os.environ.get(
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90"
+        ),
+    }
+    home = Path(os.environ.get("PREFECT_HOME") or out.absolute() / ".prefect").absolute()
+    env |= {
+        "PREFECT_HOME": str(home),
+        "PREFECT_PROFILES_PATH": str(home / "profiles.toml"),
+        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "storage"),
+    }
+    return env
 
-    get_current_settings().home.mkdir(parents=True, exist_ok=True)
 
-
-def _check_paths(args: argparse.Namespace) -> None:
-    """The input paths exist and `--manuals` goes with the flow that reads it."""
-    if args.manuals and args.flow != "clean-fault-logs":
-        raise UsageError(f"--manuals is an option of clean-fault-logs, not of {args.flow}")
-    for flag, value in (("--input", args.input), ("--manuals", args.manuals)):
-        if value and not Path(value).exists():
-            raise FileNotFoundError(f"{flag} {value}: no such file or folder")
-
-
-class UsageError(ValueError):
-    """A command line that cannot run."""
+def _start_prefect(out: Path) -> None:
+    """Apply `prefect_environment` (before Prefect is imported) and create its home."""
+    env = prefect_environment(out)
+    os.environ.update(env)
+    Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cnc-corpus", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="cnc-corpus", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="run a flow locally (the same flow Prefect deploys)")
     run.add_argument("flow", choices=sorted(FLOWS))
     run.add_argument("--input", required=True, help="input folder or file")
@@ -53,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--manuals",
         help="clean-fault-logs: manuals whose fault-code tables explain the incidents",
+    )
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail the run when an input file must be quarantined (default: record it, go on)",
     )
     served = sub.add_parser(
         "serve", help="serve the four flows as Prefect deployments (refresh-corpus nightly)"
@@ -80,48 +141,82 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from pipeline.ingest.encoding import EncodingError
-    from pipeline.ingest.workorders import IngestError
+def check_run(args: argparse.Namespace) -> dict[str, object]:
+    """Everything `run` needs, checked without Prefect; the flow's keyword arguments."""
+    from schemas.config import load_config
+
+    if args.manuals and args.flow != "clean-fault-logs":
+        raise UsageError(f"--manuals is an option of clean-fault-logs, not of {args.flow}")
+    load_config(args.config)  # the file, field and line of a bad setting, in one line
+    inputs = [check_input("--input", args.input)]
+    if inputs[0].is_dir() and not any(p.is_file() for p in inputs[0].rglob("*")):
+        raise UsageError(f"--input {args.input}: the folder holds no files; nothing to read")
+    if args.manuals:
+        inputs.append(check_input("--manuals", args.manuals))
+    check_output(args.out, inputs)
+    kwargs = {"input": args.input, "out": args.out, "config": args.config, "strict": args.strict}
+    return kwargs | ({"manuals": args.manuals} if args.manuals else {})
+
+
+def _run(args: argparse.Namespace) -> int:
+    kwargs = check_run(args)
+    _start_prefect(Path(args.out))
+    state = _load_flow(args.flow)(**kwargs, return_state=True)
+    if state.is_completed():
+        return 0
+    state.result()  # raises the run's error: a PipelineError is one line, anything else a bug
+    raise UsageError(f"{args.flow}: the run ended {state.name}: {state.message}")
+
+
+def _pilot(args: argparse.Namespace) -> int:
+    from pipeline.pilot import pilot
     from schemas.config import ConfigError, load_config
 
+    cfg = load_config(args.config)
+    try:
+        result = pilot(Path(args.corpus), Path(args.out), args.rows, args.model, cfg)
+    except ValueError as exc:  # an unknown model
+        raise ConfigError(str(exc)) from None
+    kept = int(result.strata["slice"].sum())
+    print(f"pilot: {kept} SFT rows in {result.strata.height} strata from snapshot "
+          f"{result.snapshot.name} -> {result.out}")  # fmt: skip
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from schemas.config import load_config
+
+    load_config(args.config)
+    check_input("--input", args.input)
+    check_output(args.out, [Path(args.input)])
+    _start_prefect(Path(args.out))
+    from flows.deployments import serve_all
+
+    cron = None if args.cron.lower() == "none" else args.cron
+    serve_all(Path(args.input), Path(args.out), Path(args.config) if args.config else None, cron)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "estimate":
         from pipeline.memory import cli as memory_cli
 
         return memory_cli.run(args)
     try:
-        if args.command == "run":
-            load_config(args.config)  # fail here, in one line, before Prefect starts
-            _check_paths(args)
-            _ensure_prefect_home()
-            flow = _load_flow(args.flow)
-            extra = {"manuals": args.manuals} if args.manuals else {}
-            flow(input=args.input, out=args.out, config=args.config, **extra)
-        elif args.command == "pilot":
-            from pipeline.pilot import pilot
-
-            cfg = load_config(args.config)
-            try:
-                result = pilot(Path(args.corpus), Path(args.out), args.rows, args.model, cfg)
-            except ValueError as exc:  # an unknown model
-                raise ConfigError(str(exc)) from None
-            kept = int(result.strata["slice"].sum())
-            print(f"pilot: {kept} SFT rows in {result.strata.height} strata from snapshot "
-                  f"{result.snapshot.name} -> {result.out}")  # fmt: skip
-        elif args.command == "serve":
-            load_config(args.config)
-            _ensure_prefect_home()
-            from flows.deployments import serve_all
-
-            cron = None if args.cron.lower() == "none" else args.cron
-            serve_all(
-                Path(args.input), Path(args.out), Path(args.config) if args.config else None, cron
-            )
-    except (ConfigError, IngestError, EncodingError, FileNotFoundError, UsageError) as exc:
+        if args.command == "pilot":
+            return _pilot(args)
+        return _run(args) if args.command == "run" else _serve(args)
+    except PipelineError as exc:
         print(f"cnc-corpus: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        return EXIT_KNOWN
+    except KeyboardInterrupt:
+        print("cnc-corpus: interrupted; nothing half-written was published", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print(BUG_REPORT, file=sys.stderr)
+        return EXIT_BUG
 
 
 if __name__ == "__main__":

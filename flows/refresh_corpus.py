@@ -1,7 +1,8 @@
 """The refresh-corpus flow: every source, one consistent snapshot.
 
-The input folder holds one sub-folder per source kind (names in `[sources]` of the
-configuration): work orders, alarm histories and manuals (with vendor fault tables).
+Every file under the input folder is read by the reader its content calls for (work orders,
+alarm histories, manuals, configured vendor fault tables) or listed as skipped with a reason;
+the folder may be flat or hold one sub-folder per source kind (names in `[sources]`).
 """
 
 from __future__ import annotations
@@ -10,22 +11,13 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.tasks import prefect_runner, report_run
-from pipeline.funnels.refresh import Sources, refresh
-from schemas.config import load_config
+from flows.tasks import refresh_flow
+from pipeline.funnels.refresh import Sources
 
 FLOW_NAME = "refresh-corpus"
 
 
 @flow(name=FLOW_NAME, log_prints=True)
-def refresh_corpus(input: str, out: str, config: str | None = None) -> str:
+def refresh_corpus(input: str, out: str, config: str | None = None, strict: bool = False) -> str:
     """Refresh the whole corpus from the source folders under `input`; publish under `out`."""
-    cfg = load_config(config)
-    root = Path(input)
-    folders = {kind: root / sub for kind, sub in cfg.sources.model_dump().items()}
-    present = {kind: path if path.is_dir() else None for kind, path in folders.items()}
-    if not any(present.values()):
-        raise FileNotFoundError(f"{root}: none of the source folders {sorted(folders.values())}")
-    published = refresh(FLOW_NAME, Sources(root, **present), Path(out), cfg, prefect_runner)
-    report_run(FLOW_NAME, published)
-    return str(published.path)
+    return refresh_flow(FLOW_NAME, lambda cfg: Sources.everything(Path(input)), out, config, strict)

@@ -3,21 +3,25 @@ run's report as artifacts. The steps themselves are plain functions in pipeline/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.artifacts import (
     create_link_artifact,
     create_markdown_artifact,
     create_table_artifact,
 )
+from prefect.states import Failed, State
 
+from pipeline.errors import PipelineError
+from pipeline.funnels.refresh import Sources, refresh
 from pipeline.funnels.snapshot import Published, no_samples_reason
 from pipeline.funnels.steps import Runner, execute_step
 from pipeline.plan import plan_table_rows
 from pipeline.report import funnel_markdown
-from schemas.config import PipelineConfig
+from schemas.config import PipelineConfig, load_config
 from schemas.manifest import StageOutput
 
 
@@ -88,8 +92,36 @@ def report_run(flow_name: str, published: Published) -> None:
         description="Sequence budget and GPU fit per training stage",
     )
     print(report)
+    for file in manifest.inputs:
+        if file.columns:
+            pairs = ", ".join(f"{field} <- {header}" for field, header in file.columns.items())
+            print(f"columns {file.path}: {pairs}")
     reason = no_samples_reason(manifest)
     if reason:
         print(reason)
     print(f"snapshot published: {published.path}")
     print(f"report: {page}")
+
+
+def refresh_flow(
+    flow_name: str,
+    sources: Callable[[PipelineConfig], Sources],
+    out: str,
+    config: str | None,
+    strict: bool,
+) -> str | State:
+    """The body of every flow: refresh, report, return the snapshot's path.
+
+    A known error (`PipelineError`) ends the run Failed with its one-line message (and the
+    error as the state's data, so a caller gets it raised) instead of a traceback.
+    """
+    try:
+        cfg = load_config(config)
+        if strict:
+            cfg = cfg.model_copy(update={"strict": True})
+        published = refresh(flow_name, sources(cfg), Path(out), cfg, prefect_runner)
+    except PipelineError as exc:
+        get_run_logger().error(str(exc))
+        return Failed(message=str(exc), data=exc)
+    report_run(flow_name, published)
+    return str(published.path)

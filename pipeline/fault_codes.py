@@ -22,11 +22,12 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.fault_layouts import labelled_entries, split_codes
 from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
-from pipeline.text.alarm_codes import canonical_code
+from pipeline.text.alarm_codes import canonical_code, family_from_code
 from pipeline.text.language import detect_language
 from schemas.manuals import FAULT_CODE_SCHEMA, ManualsConfig, VendorTableSource
 
@@ -34,51 +35,71 @@ STAGE = "fault_codes"
 SOURCE_KIND = "fault_table"
 
 HEADER_ALIASES: dict[str, tuple[str, ...]] = {
-    "code": ("报警号", "报警代码", "报警编号", "故障代码", "代码", "alarm", "alarmno",
-             "alarmnumber", "code", "number", "no"),
-    "message": ("报警信息", "报警内容", "报警名称", "信息", "内容", "名称", "message", "text",
-                "alarmtext", "description"),
-    "cause": ("原因", "故障原因", "可能原因", "报警原因", "cause", "causes", "reason"),
-    "remedy": ("处理", "处理方法", "处理措施", "排除方法", "对策", "解决方法", "措施", "remedy",
-               "remedies", "action", "solution", "countermeasure"),
-    "prevention": ("预防", "预防措施", "prevention", "preventiveaction"),
+    "code": ("报警号", "报警代码", "报警编号", "故障代码", "故障码", "错误代码", "代码", "alarm",
+             "alarmno", "alarmnumber", "alarmcode", "errorcode", "faultcode", "errorno", "code"),
+    "symptom": ("故障现象", "现象", "故障", "故障描述", "故障症状", "问题", "symptom", "symptoms",
+                "problem", "trouble", "fault", "condition"),
+    "message": ("报警信息", "报警内容", "报警名称", "报警文本", "信息", "内容", "名称", "message",
+                "text", "alarmtext", "alarmmessage", "title", "name"),
+    "description": ("说明", "描述", "详细说明", "报警说明", "含义", "description", "explanation",
+                    "meaning", "details"),
+    "cause": ("原因", "故障原因", "可能原因", "报警原因", "产生原因", "原因分析", "cause", "causes",
+              "possiblecause", "possiblecauses", "probablecause", "reason"),
+    "remedy": ("处理", "处理方法", "处理措施", "排除方法", "对策", "解决方法", "措施", "维修方法",
+               "处理办法", "remedy", "remedies", "action", "actions", "solution",
+               "countermeasure", "correctiveaction", "troubleshooting"),
+    "effect": ("影响", "后果", "报警影响", "系统反应", "反应", "effect", "reaction", "consequence"),
+    "prevention": ("预防", "预防措施", "预防对策", "prevention", "preventiveaction"),
+    "_index": ("序号", "no", "number", "nr", "item", "#", "编号"),
 }  # fmt: skip
 _ALIAS = {alias: name for name, aliases in HEADER_ALIASES.items() for alias in aliases}
+FIELDS = ("code", "symptom", "message", "description", "cause", "remedy", "effect", "prevention")
+_DETAIL_FIELDS = {"message", "description", "cause", "remedy", "effect"}
 _CODE = r"[A-Z]{2}\s?\d{3,4}|\d{3,6}"
-_CODE_LINE = re.compile(rf"^(?P<code>{_CODE})\s+(?P<message>\S.{{0,78}})$")
-_LABELLED_CODE = re.compile(
-    rf"^(?:报警号|报警代码|故障代码|alarm(?:\s*(?:no\.?|number))?)\s*[:：]\s*(?P<code>{_CODE})\b",
-    re.I,
-)
 _PREVENTION_FOR = re.compile(
     rf"^(?:prevention\s+for\s+alarm|预防\s*(?:报警)?)\s*[(（]?(?P<code>{_CODE})[)）]?\s*[:：]\s*"
     r"(?P<text>\S.*)$",
     re.I,
 )
-_LABEL = re.compile(
-    r"^(?P<label>信息|报警信息|message|原因|故障原因|cause|处理|处理方法|对策|remedy|action|"
-    r"预防|预防措施|prevention)\s*[:：]\s*(?P<text>.*)$",
-    re.I,
-)
-_LABEL_FIELD = {
-    "信息": "message", "报警信息": "message", "message": "message",
-    "原因": "cause", "故障原因": "cause", "cause": "cause",
-    "处理": "remedy", "处理方法": "remedy", "对策": "remedy", "remedy": "remedy",
-    "action": "remedy",
-    "预防": "prevention", "预防措施": "prevention", "prevention": "prevention",
-}  # fmt: skip
 
 
 def _header_key(cell: str) -> str | None:
-    return _ALIAS.get(re.sub(r"[\s_.\-/()（）#:：]", "", cell).lower())
+    key = re.sub(r"[\s_.\-/()（）:：*]", "", cell).lower()
+    return _ALIAS.get(key) or ("_index" if key in {"#", "no", ""} else None)
 
 
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
+def _table_header(cells: list[str], body: list[list[str]]) -> list[str | None] | None:
+    """Field per column of an alarm or symptom table, or None when the table is neither.
+    A `No.`/`序号` column is the code in a table without one (FANUC/Haas lists), unless the table
+    is keyed by symptom or the column holds only running numbers."""
+    header = [_header_key(c) for c in cells]
+
+    def values(column: int) -> list[str]:
+        return [row[column] for row in body if column < len(row) and row[column]]
+
+    if "code" in header and "_index" in header and "message" not in header:
+        column = header.index("code")  # "Alarm" naming the alarm's text, beside a No. column
+        if not any(re.search(r"\d", v) for v in values(column)):
+            header[column] = "message"
+    if "code" not in header and "symptom" not in header and "_index" in header:
+        column = header.index("_index")
+        numbers = values(column)
+        if numbers and not all(re.fullmatch(r"\d{1,2}", v) for v in numbers):
+            header[column] = "code"
+    keys = set(header)
+    if not ({"code", "symptom"} & keys) or not (_DETAIL_FIELDS & keys):
+        return None
+    if "code" not in keys and not ({"cause", "remedy"} & keys):
+        return None  # a symptom column alone with a message is a glossary, not a fault table
+    return header
+
+
 def _table_rows(text: str, first_row: int) -> list[dict]:
-    """Alarm-table rows of the Markdown tables in a section body."""
+    """Alarm-table and symptom-table rows of the Markdown tables in a section body."""
     lines = text.split("\n")
     rows: list[dict] = []
     i = 0
@@ -87,82 +108,93 @@ def _table_rows(text: str, first_row: int) -> list[dict]:
             i += 1
             continue
         separator = lines[i + 1].replace(" ", "")
-        header = [_header_key(c) for c in _cells(lines[i])]
-        is_table = re.fullmatch(r"\|?:?-{3,}:?(\|:?-{3,}:?)*\|?", separator) is not None
-        if not is_table or "code" not in header or not {"message", "cause", "remedy"} & set(header):
+        if re.fullmatch(r"\|?:?-{3,}:?(\|:?-{3,}:?)*\|?", separator) is None:
             i += 1
             continue
-        i += 2
-        while i < len(lines) and lines[i].lstrip().startswith("|"):
-            cells = _cells(lines[i])
-            row = {"source_row": first_row + i, "raw": lines[i]}
-            for key, cell in zip(header, cells, strict=False):
-                if key and cell:
-                    row[key] = cell
-            rows.append(row)
-            i += 1
+        end = i + 2
+        while end < len(lines) and lines[end].lstrip().startswith("|"):
+            end += 1
+        body = [_cells(line) for line in lines[i + 2 : end]]
+        header = _table_header(_cells(lines[i]), body)
+        if header is not None:
+            for offset, cells in enumerate(body):
+                row = {"source_row": first_row + i + 2 + offset, "raw": lines[i + 2 + offset]}
+                for key, cell in zip(header, cells, strict=False):
+                    if key and not key.startswith("_") and cell:
+                        row[key] = cell
+                rows.append(row)
+        i = end
     return rows
 
 
-def _block_rows(text: str, first_row: int) -> list[dict]:
-    """Alarm entries written as a code line followed by labelled cause/remedy lines."""
-    rows: list[dict] = []
-    current: dict | None = None
-    field: str | None = None
-    for i, line in enumerate(text.split("\n")):
-        stripped = line.strip()
-        labelled = _LABELLED_CODE.match(stripped)
-        coded = _CODE_LINE.match(stripped) if not stripped.endswith(("。", ".")) else None
-        label = _LABEL.match(stripped)
-        if prevention := _PREVENTION_FOR.match(stripped):
-            current = {"source_row": first_row + i, "raw": stripped}
-            current.update(code=prevention.group("code"), prevention=prevention.group("text"))
-            rows.append(current)
-            field = "prevention"
-        elif labelled or (coded and not label):
-            current = {"source_row": first_row + i, "raw": stripped}
-            current["code"] = (labelled or coded).group("code")
-            if coded:
-                current["message"] = coded.group("message")
-            rows.append(current)
-            field = None
-        elif label and current is not None:
-            field = _LABEL_FIELD[label.group("label").lower()]
-            current[field] = label.group("text").strip()
-            current["raw"] += "\n" + stripped
-        elif stripped and current is not None and field is not None:
-            current[field] += " " + stripped  # continuation of a labelled paragraph
-            current["raw"] += "\n" + stripped
-        elif not stripped:
-            field = None
-    return [r for r in rows if {"cause", "remedy", "prevention"} & set(r)]
+def _prevention_notes(text: str, first_row: int) -> list[dict]:
+    """Prose prevention notes: `Prevention for alarm 25000: …`, `预防（SP9001）：…`."""
+    return [
+        {"source_row": first_row + i, "raw": line.strip(), "code": m.group("code"),
+         "prevention": m.group("text")}
+        for i, line in enumerate(text.split("\n"))
+        if (m := _PREVENTION_FOR.match(line.strip()))
+    ]  # fmt: skip
+
+
+def section_entries(text: str, first_row: int, heading: str) -> list[dict]:
+    """Every fault entry of one section body, in every layout (see `pipeline.fault_layouts`)."""
+    notes = _prevention_notes(text, first_row)
+    noted = {e["source_row"] for e in notes}
+    entries = [
+        e for e in labelled_entries(text, first_row, heading) if e["source_row"] not in noted
+    ]
+    return _table_rows(text, first_row) + entries + notes
+
+
+def one_row_per_code(rows: list[dict], family: str | None) -> list[dict]:
+    """Split combined and ranged code cells (SV0410 / SV0411, SV0401~SV0405) into one row
+    per code; a range too large to be real is marked for rejection (`bad_code_range`)."""
+    out: list[dict] = []
+    for row in rows:
+        codes = split_codes(row["code"], family) if row.get("code") else [None]
+        if codes is None:
+            out.append({**row, "problem": "bad_code_range"})
+            continue
+        for code in codes:
+            raw = row["raw"] if len(codes) == 1 else f"{row['raw']}\x1f{code}"
+            out.append({**row, "code": code, "raw": raw})
+    return out
 
 
 def _items(expr: pl.Expr) -> pl.Expr:
-    """Split a cell into its items: <br>, ；/;, numbered `1.`/`2、`; strip numbering."""
+    """Split a cell into its items: lines, <br>, ；/;, numbered `1.`/`2、`/`(3)`/`④`, bullets;
+    strip the numbering."""
+    number = r"(?:\d{1,2}[.、)）]|[（(]\d{1,2}[)）]|[①-⑳]|[-*•·])"
     return (
         expr.str.replace_all(r"(?i)<br\s*/?>", "\n")
         .str.replace_all(r"[；;]\s*", "\n")
-        .str.replace_all(r"\s(\d{1,2}[.、)]\s)", "\n$1")
+        .str.replace_all(rf"\s({number}\s)", "\n$1")
         .str.split("\n")
         .list.eval(
             pl.element()
             .str.strip_chars()
-            .str.replace(r"^\d{1,2}[.、)]\s*", "")
+            .str.replace(rf"^{number}\s*", "")
             .str.strip_chars_end("。；;,， ")
             .filter(pl.element().str.len_chars() > 0)
         )
     )
 
 
+def _blank_to_null(column: str) -> pl.Expr:
+    text = pl.col(column).str.strip_chars()
+    return pl.when(text != "").then(text).alias(column)
+
+
 def _finish(raw: pl.DataFrame, source_kind: str) -> StageResult:
-    """Common tail: canonical codes, lists, language, lineage; reject empty rows."""
-    for col in ("code", "message", "cause", "remedy", "prevention"):
+    """Common tail: one row per code, canonical codes, lists, language, lineage; reject rows
+    without a code or symptom, without content, or with an impossible code range."""
+    for col in (*FIELDS, "problem", "language"):
         if col not in raw.columns:
             raw = raw.with_columns(pl.lit(None, dtype=pl.String).alias(col))
-    if "language" not in raw.columns:
-        raw = raw.with_columns(language=pl.lit(None, dtype=pl.String))
-    text = pl.concat_str("message", "cause", "remedy", ignore_nulls=True)
+    raw = raw.with_columns([_blank_to_null(c) for c in FIELDS])
+    text = pl.concat_str("symptom", "message", "description", "cause", "remedy", ignore_nulls=True)
+    family = pl.coalesce("family", family_from_code(pl.col("code")))
     frame = raw.with_columns(
         record_id=pl.Series(
             [
@@ -172,53 +204,54 @@ def _finish(raw: pl.DataFrame, source_kind: str) -> StageResult:
             dtype=pl.String,
         ),
         source_kind=pl.lit(source_kind),
-        code=pl.when(pl.col("code").str.strip_chars() != "").then(
-            canonical_code(pl.col("family"), pl.col("code").cast(pl.String))
+        family=family,
+        code=pl.when(pl.col("code").is_not_null()).then(
+            canonical_code(family, pl.col("code").cast(pl.String))
         ),
         causes=_items(pl.col("cause")).fill_null([]),
         remedies=_items(pl.col("remedy")).fill_null([]),
         language=pl.coalesce("language", detect_language(text)),
     )
-    no_code = pl.col("code").is_null()
+    bad_range = (pl.col("problem") == "bad_code_range").fill_null(False)
+    no_key = pl.col("code").is_null() & pl.col("symptom").is_null() & ~bad_range
     no_content = (
-        pl.col("message").is_null()
+        pl.all_horizontal(
+            pl.col(c).is_null() for c in ("message", "description", "effect", "prevention")
+        )
         & (pl.col("causes").list.len() == 0)
         & (pl.col("remedies").list.len() == 0)
-        & pl.col("prevention").is_null()
     )
     where = pl.format("{}:{}", "source_file", "source_row")
+    checks = [
+        (bad_range, "bad_code_range", pl.format("{}: code range too large or backwards", where)),
+        (no_key, "missing_code", pl.format("{}: no alarm code", where)),
+        (~bad_range & ~no_key & no_content, "no_content",
+         pl.format("{}: code without message, cause or remedy", where)),
+    ]  # fmt: skip
     rejected = pl.concat(
         [
-            make_rejects(
-                frame.filter(no_code).drop("causes", "remedies"),
-                STAGE,
-                "missing_code",
-                pl.format("{}: no alarm code", where),
-            ),
-            make_rejects(
-                frame.filter(~no_code & no_content).drop("causes", "remedies"),
-                STAGE,
-                "no_content",
-                pl.format("{}: code without message, cause or remedy", where),
-            ),
+            make_rejects(frame.filter(rule).drop("causes", "remedies"), STAGE, reason, detail)
+            for rule, reason, detail in checks
         ]
     )
-    kept = frame.filter(~no_code & ~no_content).select(
+    kept = frame.filter(~bad_range & ~no_key & ~no_content).select(
         [pl.col(c).cast(t) for c, t in FAULT_CODE_SCHEMA.items()]
     )
     return stage_result(kept, rejected, read=frame.height)
 
 
 def extract_alarm_tables(sections: pl.DataFrame) -> StageResult:
-    """Alarm tables and blocks in manual sections (MANUAL_SECTION_SCHEMA) → knowledge-base rows.
+    """Fault entries of every layout in manual sections (MANUAL_SECTION_SCHEMA) →
+    knowledge-base rows, one per code (symptom-keyed rows carry no code).
 
-    `read` counts the candidate rows found (table rows, code blocks); `sections_with_tables`
-    how many sections held any.
+    `read` counts the candidate rows found (one per code); `sections_with_tables` how many
+    sections held any.
     """
     rows: list[dict] = []
     with_tables = 0
     for s in sections.iter_rows(named=True):
-        found = _table_rows(s["text"], s["body_row"]) + _block_rows(s["text"], s["body_row"])
+        heading = s["heading_path"][-1] if s["heading_path"] else ""
+        found = one_row_per_code(section_entries(s["text"], s["body_row"], heading), s["family"])
         with_tables += bool(found)
         source = " > ".join([s["source_file"], *s["heading_path"]])
         for row in found:
@@ -232,7 +265,8 @@ def extract_alarm_tables(sections: pl.DataFrame) -> StageResult:
             "raw": pl.String,
             "family": pl.String,
             "source": pl.String,
-            **{k: pl.String for k in HEADER_ALIASES},
+            "problem": pl.String,
+            **{k: pl.String for k in FIELDS},
         },
     )
     result = _finish(raw, SOURCE_KIND)
@@ -324,11 +358,18 @@ def read_vendor_tables(root: str | Path, cfg: ManualsConfig) -> StageResult:
     )
 
 
+_FIRST_WINS = ("prevention", "message", "description", "effect")
+
+
 def merge_knowledge_base(*parts: pl.DataFrame) -> StageResult:
     """One row per (code, language): the first row wins, later rows add their causes,
     remedies and prevention where new, and are rejected as `merged_duplicate_code`."""
-    rows = pl.concat([p.select(list(FAULT_CODE_SCHEMA)) for p in parts]).with_row_index("_i")
-    key = ["code", "language"]
+    rows = (
+        pl.concat([p.select(list(FAULT_CODE_SCHEMA)) for p in parts])
+        .with_row_index("_i")
+        .with_columns(_key=pl.coalesce("code", pl.lit("symptom:") + pl.col("symptom")))
+    )
+    key = ["_key", "language"]
     first = pl.col("_i") == pl.col("_i").min().over(key)
     merged = rows.group_by(key, maintain_order=True).agg(
         pl.col("_i").min(),
@@ -338,12 +379,11 @@ def merge_knowledge_base(*parts: pl.DataFrame) -> StageResult:
         pl.col("remedies")
         .list.explode(keep_nulls=False, empty_as_null=False)
         .unique(maintain_order=True),
-        pl.col("prevention").drop_nulls().first(),
-        pl.col("message").drop_nulls().first(),
+        *[pl.col(c).drop_nulls().first() for c in _FIRST_WINS],
     )
     kept = (
         rows.filter(first)
-        .drop("causes", "remedies", "prevention", "message")
+        .drop("causes", "remedies", *_FIRST_WINS)
         .join(merged.drop(key), on="_i")
         .sort("_i")
         .select([pl.col(c).cast(t) for c, t in FAULT_CODE_SCHEMA.items()])
@@ -352,10 +392,10 @@ def merge_knowledge_base(*parts: pl.DataFrame) -> StageResult:
         rows.filter(first).select(*key, pl.col("record_id").alias("_kept")), on=key
     )
     rejected = make_rejects(
-        dups.drop("_i", "causes", "remedies"),
+        dups.drop("causes", "remedies"),
         STAGE,
         "merged_duplicate_code",
-        pl.format("{} ({}) also in {}", "code", "language", "source"),
+        pl.format("{} ({}) also in {}", "_key", "language", "source"),
         duplicate_of=pl.col("_kept"),
     )
     return stage_result(kept, rejected, read=rows.height)

@@ -6,7 +6,7 @@ prevention note where there is one. Per code, the knowledge-base entry in the in
 language wins, else any. Lineage: the incident's record_id/source_file/source_row (its first
 raise), plus `kb_ids` and `event_ids`. `tier_hint` is "C" unless all four parts are present
 (null then: the tier stage decides). Incidents none of whose codes is in the knowledge base
-are rejected with `no_fault_code_entry`.
+are no samples (`no_fault_code_entry`); they stay in the published incidents table.
 """
 
 from __future__ import annotations
@@ -185,7 +185,10 @@ def incident_samples(incidents: pl.DataFrame, knowledge_base: pl.DataFrame) -> S
         samples.filter(~has_kb).select(*LINEAGE_SCHEMA, "machine", "alarm_codes", "messages"),
         STAGE,
         "no_fault_code_entry",
-        pl.format("no knowledge-base entry for {}", pl.col("alarm_codes").list.join(", ")),
+        pl.format(
+            "no knowledge-base entry for {}; the incident stays in incidents/",
+            pl.col("alarm_codes").list.join(", "),
+        ),
     )
     repeated = make_rejects(
         repeats.filter(pl.col("kb_ids").list.len() > 0).select(

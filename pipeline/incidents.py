@@ -121,6 +121,12 @@ def build_incidents(events: pl.DataFrame, cfg: IncidentConfig | None = None) -> 
     )
 
 
+def _code_key(col: str) -> pl.Expr:
+    """The code after its family (`MTCONNECT:1253` and `MAZAK:1253` are the same alarm): the
+    machine and the time window keep such a match to the one controller."""
+    return pl.col(col).str.split(":").list.last()
+
+
 def _as_datetime(col: str) -> pl.Expr:
     """A work order's timestamp column, whether already a datetime or text in a common layout."""
     text = pl.col(col).cast(pl.String).str.strip_chars().str.replace_all(r"[/.]", "-")
@@ -144,7 +150,8 @@ def link_workorders(
     """Link each work order to the nearest incident on its machine that shares a code.
 
     A work order qualifies when it is reported within `link_window_s` of the incident's span
-    [first_at, last_at]. Returns the incidents with `workorder_ids` filled and the link table
+    [first_at, last_at]. Machines compare without case, spaces, `-` and `_`; codes by the part
+    after their family. Returns the incidents with `workorder_ids` filled and the link table
     (incident_id, workorder_id, alarm_code, distance_s), one row per linked work order.
     """
     cfg = cfg or IncidentConfig()
@@ -152,12 +159,14 @@ def link_workorders(
     orders = (
         workorders.select(
             pl.col("record_id").alias("workorder_id"),
-            pl.col(machine_col).cast(pl.String).alias("machine"),
+            _machine_key(machine_col).alias("_machine"),
             _as_datetime(time_col).alias("_at"),
             pl.col(codes_col).alias("alarm_code"),
         )
         .explode("alarm_code")
         .drop_nulls()
+        .with_columns(_code=_code_key("alarm_code"))
+        .drop("alarm_code")
         .unique()
     )
     candidates = (
@@ -170,7 +179,8 @@ def link_workorders(
         )
         .explode("alarm_codes")
         .rename({"alarm_codes": "alarm_code"})
-        .join(orders, on=["machine", "alarm_code"])
+        .with_columns(_machine=_machine_key("machine"), _code=_code_key("alarm_code"))
+        .join(orders, on=["_machine", "_code"])
         .filter(
             pl.col("_at") >= pl.col("first_at") - window,
             pl.col("_at") <= pl.col("last_at") + window,
@@ -198,6 +208,65 @@ def link_workorders(
         .drop("_linked")
     )
     return linked, links
+
+
+def _machine_key(col: str) -> pl.Expr:
+    """A machine id compared loosely: case, spaces, `-` and `_` ignored (VMC-03 = vmc 03)."""
+    return pl.col(col).cast(pl.String).str.to_uppercase().str.replace_all(r"[\s_\-]", "")
+
+
+def incident_table(
+    incidents: pl.DataFrame,
+    events: pl.DataFrame,
+    workorders: pl.DataFrame,
+    knowledge_base: pl.DataFrame,
+    cfg: IncidentConfig | None = None,
+) -> pl.DataFrame:
+    """Every incident as published in `incidents/` (schemas.arrow.INCIDENTS): its span, codes,
+    messages, the file and line of every raise, whether and when it cleared, whether the
+    fault-code table has an entry for one of its codes, and the related work orders."""
+    linked, _ = link_workorders(incidents, workorders, cfg)
+    raises = (
+        linked.select("record_id", pl.col("event_ids").alias("event_id"))
+        .explode("event_id")
+        .join(
+            events.select(pl.col("record_id").alias("event_id"), "source_file", "source_row"),
+            on="event_id",
+            how="left",
+            maintain_order="left",
+        )
+        .group_by("record_id", maintain_order=True)
+        .agg(pl.col("source_file").alias("raise_files"), pl.col("source_row").alias("raise_lines"))
+    )
+    known = knowledge_base["code"].unique().implode()
+    return (
+        linked.join(raises, on="record_id", how="left", maintain_order="left")
+        .select(
+            pl.col("record_id").alias("incident_id"),
+            "source_file",
+            "machine",
+            "family",
+            pl.col("first_at").alias("start"),
+            pl.coalesce("cleared_at", "last_at").alias("end"),
+            pl.col("last_at").alias("last_raise_at"),
+            pl.col("alarm_codes").alias("codes"),
+            "messages",
+            pl.col("count").cast(pl.Int32).alias("occurrences"),
+            "raise_files",
+            "raise_lines",
+            pl.col("cleared_at").is_not_null().alias("cleared"),
+            "cleared_at",
+            "acknowledged_at",
+            pl.col("alarm_codes")
+            .list.set_intersection(known)
+            .list.len()
+            .gt(0)
+            .alias("fault_code_entry"),
+            pl.col("workorder_ids").list.first().alias("workorder_id"),
+            "workorder_ids",
+        )
+        .sort("machine", "start", "incident_id")
+    )
 
 
 def incident_funnel(events: pl.DataFrame, cfg: IncidentConfig | None = None) -> StageResult:

@@ -8,6 +8,7 @@ file and stage (long format), so a snapshot's totals add up over carried and new
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import polars as pl
@@ -23,6 +24,9 @@ LEDGER_SCHEMA: dict[str, pl.DataType] = {
     "rows": pl.Int64(),
     "skipped_lines": pl.Int64(),  # lines that hold no record (alarm logs: non-alarm lines)
     "lines": pl.Int64(),  # physical lines of a text source (alarm logs, manuals); else null
+    "reader": pl.String(),  # kind:layout that read it (alarm_log:fanuc, workorder:csv, ...)
+    "warning": pl.String(),  # one line when most of the file did not parse; else null
+    "columns": pl.String(),  # work orders: JSON {field: header} of the column mapping used
 }
 
 # One row per (file, stage, outcome): outcome is "kept" or a reject reason.
@@ -56,6 +60,9 @@ def ledger_row(
     rows: int,
     skipped: int = 0,
     lines: int | None = None,
+    reader: str | None = None,
+    warning: str | None = None,
+    columns: dict[str, str] | None = None,
 ) -> pl.DataFrame:
     """The ledger entry of one input file."""
     row = {
@@ -67,6 +74,9 @@ def ledger_row(
         "rows": rows,
         "skipped_lines": skipped,
         "lines": lines,
+        "reader": reader,
+        "warning": warning,
+        "columns": None if columns is None else json.dumps(columns, ensure_ascii=False),
     }
     return pl.DataFrame([row], schema=LEDGER_SCHEMA)
 

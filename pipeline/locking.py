@@ -14,8 +14,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipeline.errors import PipelineError
 
-class CorpusBusyError(RuntimeError):
+
+class CorpusBusyError(PipelineError, RuntimeError):
     """Another run holds the corpus; the message says which process and since when."""
 
 

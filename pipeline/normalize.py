@@ -70,11 +70,13 @@ def normalize(
             )
             .list.unique(maintain_order=True),
             detect_language(text, cfg.min_han_share).alias("language"),
-            extract_alarm_codes(text, pl.col("machine_model"), cfg).alias("alarm_codes"),
+            extract_alarm_codes(text, pl.col("machine_model"), cfg, pl.col("asset")).alias(
+                "alarm_codes"
+            ),
             (-placeholders).alias("_pii_before"),
         )
         .with_columns(
-            *[redact_pii(pl.col(f), names) for f in TEXT_FIELDS],
+            *[redact_pii(pl.col(f), names, cfg.customer_names) for f in TEXT_FIELDS],
             *[
                 pl.when(pl.col(f).is_not_null()).then(pl.lit("[NAME]")).alias(f)
                 for f in NAME_FIELDS

@@ -22,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.errors import UsageError
 from pipeline.memory.models import get_model
 from pipeline.plan import plan_snapshot, write_plan
 from pipeline.publish import latest_snapshot
@@ -109,10 +110,10 @@ def pilot(
     get_model(model)  # an unknown model fails here, before anything is written
     snapshot = latest_snapshot(corpus)
     if snapshot is None or not snapshot.is_dir():
-        raise FileNotFoundError(f"{corpus}: no published snapshot (no LATEST)")
+        raise UsageError(f"{corpus}: no published snapshot (no LATEST)")
     sft = _read(snapshot, "sft")
     if sft is None or sft.height == 0:
-        raise FileNotFoundError(f"{snapshot}: the snapshot has no SFT rows to slice")
+        raise UsageError(f"{snapshot}: the snapshot has no SFT rows to slice")
     sft = sft.with_columns(
         family=pl.col("alarm_codes").list.first().str.split(":").list.first().fill_null("none")
     )

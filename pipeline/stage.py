@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from pipeline.text.pii import redact_pii
 from schemas.config import PipelineConfig
 from schemas.records import LINEAGE_SCHEMA, REJECT_SCHEMA
 
@@ -51,7 +52,8 @@ def make_rejects(
     detail: str | pl.Expr | None = None,
     duplicate_of: pl.Expr | None = None,
 ) -> pl.DataFrame:
-    """Turn rejected rows into the rejects table, keeping the whole row as a JSON payload."""
+    """Turn rejected rows into the rejects table, keeping the whole row as a JSON payload,
+    redacted like kept rows (phones, e-mails, ID numbers, cued names): rejects are published."""
     if df.height == 0:
         return empty_rejects()
     payload_cols = [c for c in df.columns if not c.startswith("_")]
@@ -71,7 +73,7 @@ def make_rejects(
         lit_or(reason).alias("reason"),
         lit_or(detail).alias("detail"),
         lit_or(duplicate_of).alias("duplicate_of"),
-        pl.struct(payload_cols).struct.json_encode().alias("payload"),
+        redact_pii(pl.struct(payload_cols).struct.json_encode()).alias("payload"),
     )
 
 

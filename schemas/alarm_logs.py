@@ -10,13 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.records import LINEAGE_SCHEMA
 
-AlarmLogFormat = Literal["fanuc", "sinumerik", "mtconnect"]
+AlarmLogFormat = Literal["auto", "fanuc", "sinumerik", "mtconnect", "mitsubishi", "haas"]
 
 # Family used in canonical `FAMILY:CODE` strings when a source does not set one.
 DEFAULT_FAMILY: dict[str, str] = {
     "fanuc": "FANUC",
     "sinumerik": "SINUMERIK",
     "mtconnect": "MTCONNECT",
+    "mitsubishi": "MITSUBISHI",
+    "haas": "HAAS",
 }
 
 
@@ -26,28 +28,30 @@ class AlarmLogSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pattern: str = Field(description="glob matched against the path relative to the input root")
-    format: AlarmLogFormat
+    format: AlarmLogFormat = Field("auto", description="'auto': the layout found in the content")
     encoding: str = Field("auto", description="'auto' detects; else a Python codec name")
     family: str | None = Field(
         None,
         description="code family in FAMILY:CODE (e.g. 'MTCONNECT/MAZAK'); default from format",
     )
     machine: str | None = Field(None, description="machine/asset id for every file of the source")
-    machine_pattern: str = Field(
-        r"^(?P<machine>[^_]+)_",
+    machine_pattern: str | None = Field(
+        None,
         description="regex with a `machine` group, searched in the file name when `machine` "
-        "is not set",
+        "is not set; None: the machine named in the file's content, else the file name's first "
+        "part that is not a date, a controller or a word like 'alarm_history'",
     )
 
     @field_validator("machine_pattern")
     @classmethod
-    def _has_machine_group(cls, value: str) -> str:
-        if "machine" not in re.compile(value).groupindex:
+    def _has_machine_group(cls, value: str | None) -> str | None:
+        if value is not None and "machine" not in re.compile(value).groupindex:
             raise ValueError("machine_pattern needs a named group (?P<machine>...)")
         return value
 
-    def code_family(self) -> str:
-        return self.family or DEFAULT_FAMILY[self.format]
+    def code_family(self, layout: str) -> str:
+        """The family of canonical codes: configured, else the layout's."""
+        return self.family or DEFAULT_FAMILY[layout]
 
 
 class IncidentConfig(BaseModel):
@@ -80,7 +84,8 @@ class AlarmLogsConfig(BaseModel):
             AlarmLogSource(pattern="**/*sinumerik*.log", format="sinumerik"),
             AlarmLogSource(pattern="**/*.shdr", format="mtconnect"),
         ],
-        description="first matching entry wins; files matching none are not alarm logs",
+        description="first matching entry wins; these patterns override what a file's content "
+        "says only when set in the configuration (by default the content decides)",
     )
     incidents: IncidentConfig = IncidentConfig()
 

@@ -70,9 +70,12 @@ FAULT_CODES = pa.schema(
         ("source_row", pa.int64()),
         ("family", pa.string()),
         ("code", pa.string()),
+        ("symptom", pa.string()),
         ("message", pa.string()),
+        ("description", pa.string()),
         ("causes", pa.list_(pa.string())),
         ("remedies", pa.list_(pa.string())),
+        ("effect", pa.string()),
         ("prevention", pa.string()),
         ("language", pa.string()),
         ("source", pa.string()),
@@ -148,5 +151,30 @@ SFT_TOOLS = pa.schema(
         ("conversations", pa.list_(MESSAGE)),
         ("tools_json", pa.string()),
         ("n_tokens", pa.int32()),
+    ]
+)
+
+# Alarm-log incidents (pipeline.incidents.incident_table): one row per burst of an alarm on a
+# machine, kept whether or not a fault-code entry or a work order explains it.
+INCIDENTS = pa.schema(
+    [
+        ("incident_id", pa.string()),
+        ("source_file", pa.string()),  # file of the first raise
+        ("machine", pa.string()),
+        ("family", pa.string()),
+        ("start", pa.timestamp("us")),  # first raise
+        ("end", pa.timestamp("us")),  # clear, else last raise
+        ("last_raise_at", pa.timestamp("us")),
+        ("codes", pa.list_(pa.string())),  # canonical FAMILY:CODE, in order of first raise
+        ("messages", pa.list_(pa.string())),
+        ("occurrences", pa.int32()),  # raises merged
+        ("raise_files", pa.list_(pa.string())),  # file of every raise
+        ("raise_lines", pa.list_(pa.int64())),  # line of every raise (same order)
+        ("cleared", pa.bool_()),
+        ("cleared_at", pa.timestamp("us")),
+        ("acknowledged_at", pa.timestamp("us")),
+        ("fault_code_entry", pa.bool_()),  # the fault-code table explains one of its codes
+        ("workorder_id", pa.string()),  # record_id of the nearest related work order
+        ("workorder_ids", pa.list_(pa.string())),  # every related work order
     ]
 )

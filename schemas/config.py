@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import tomllib
 from pathlib import Path
+from typing import Any, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pipeline.errors import PipelineError
 from schemas.alarm_logs import AlarmLogsConfig
 from schemas.dedup import DedupConfig
 from schemas.filters import FilterConfig
@@ -23,7 +26,7 @@ from schemas.tokens import TokenizerConfig
 from schemas.trainer import ToolSamplesConfig, TrainerConfig
 
 
-class ConfigError(ValueError):
+class ConfigError(PipelineError, ValueError):
     """A configuration file that cannot be used; the message names the file and the field."""
 
 
@@ -40,6 +43,9 @@ class SourceFolders(BaseModel):
 class PipelineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    strict: bool = False
+    """Fail the run when an input file has to be quarantined (unreadable, undecodable,
+    outside the input) instead of recording it and going on; `--strict` sets it too."""
     sources: SourceFolders = SourceFolders()
     ingest: IngestConfig = IngestConfig()
     alarm_logs: AlarmLogsConfig = AlarmLogsConfig()
@@ -63,14 +69,24 @@ class PipelineConfig(BaseModel):
 
 
 def load_config(path: str | Path | None) -> PipelineConfig:
-    """Load a TOML or YAML file; `None` gives the embedded defaults."""
+    """Load a TOML or YAML file; `None` gives the embedded defaults.
+
+    Types are strict (`true` is not an integer, `"5"` is not a number); an unknown key is
+    refused with the closest known key as a suggestion.
+    """
     if path is None:
         return PipelineConfig()
     path = Path(path)
     try:
-        raw_text = path.read_text(encoding="utf-8")
+        raw_text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read configuration: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not a text configuration file (byte {exc.start} is not UTF-8)"
+        ) from None
+    if "\x00" in raw_text:
+        raise ConfigError(f"{path}: not a text configuration file (NUL byte)")
     try:
         if path.suffix.lower() in {".yaml", ".yml"}:
             data = yaml.safe_load(raw_text) or {}
@@ -81,9 +97,45 @@ def load_config(path: str | Path | None) -> PipelineConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a table of sections")
     try:
-        return PipelineConfig.model_validate(data)
+        text = json.dumps(data, default=str, ensure_ascii=False)
+        return PipelineConfig.model_validate_json(text, strict=True)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in exc.errors()
-        )
+        problems = "; ".join(_problem(err) for err in exc.errors())
         raise ConfigError(f"{path}: invalid configuration: {problems}") from None
+
+
+def _problem(err: Any) -> str:
+    loc = [str(p) for p in err["loc"]]
+    where = ".".join(loc)
+    if err["type"] == "extra_forbidden":
+        known = _known_keys(PipelineConfig, err["loc"][:-1])
+        close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown key '{where}'{hint}"
+    return f"field '{where}': {err['msg']}"
+
+
+def _known_keys(model: type[BaseModel], loc: tuple) -> list[str]:
+    """Field names of the model at `loc` (list indices and union branches skipped)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = current.model_fields.get(part) if isinstance(current, type) else None
+        if field is None:
+            return []
+        current = _model_in(field.annotation)
+        if current is None:
+            return []
+    return list(current.model_fields) if isinstance(current, type) else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model an annotation holds (directly, in a list, or in a union)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None

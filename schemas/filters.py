@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class FilterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    min_chars: int = 6
+    min_chars: int = Field(6, ge=0)
     """Fewer non-space characters than this in symptom+cause+action+prevention: too_short."""
 
     test_markers: list[str] = [

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, model_validator
+import json
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 
 class InputFile(BaseModel):
@@ -14,6 +16,25 @@ class InputFile(BaseModel):
     rows: int
     skipped_lines: int = 0
     lines: int | None = None
+    reader: str | None = None  # kind:layout that read it (alarm_log:sinumerik, workorder:csv)
+    warning: str | None = None  # most of the file did not parse: the first bad line
+
+    columns: dict[str, str] | None = None
+    """Work orders: record field -> source header(s) the reader used (override them with an
+    [[ingest.sources]] `columns` entry)."""
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _from_json(cls, value: object) -> object:
+        return json.loads(value) if isinstance(value, str) else value
+
+
+class SkippedFile(BaseModel):
+    """An input file no reader read, and why (a warning line is printed for each)."""
+
+    path: str
+    bytes: int
+    reason: str
 
 
 class StageCounts(BaseModel):
@@ -72,6 +93,16 @@ class RefreshSummary(BaseModel):
     removed: list[str]
 
 
+class QuarantinedFile(BaseModel):
+    """An input file the run could not (or must not) read; its rows are not counted anywhere
+    else. The rejects table holds the same file as one row (stage `quarantine`)."""
+
+    path: str
+    source_kind: str
+    reason: str
+    detail: str
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -81,11 +112,13 @@ class Manifest(BaseModel):
     code_version: str
     config_hash: str
     inputs: list[InputFile]
+    skipped: list[SkippedFile] = []
     counts: Counts
     sources: dict[str, dict[str, int]] = {}
     """Per source kind outside the SFT funnel (manuals, fault tables): lines, sections, chunks,
     rows kept and rejected."""
     refresh: RefreshSummary
+    quarantined: list[QuarantinedFile] = []
     outputs: list[OutputFile]
 
 

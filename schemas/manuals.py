@@ -119,10 +119,13 @@ PRETRAIN_CHUNK_SCHEMA: dict[str, pl.DataType] = {
 FAULT_CODE_SCHEMA: dict[str, pl.DataType] = {
     **LINEAGE_SCHEMA,  # source_kind "fault_table"; source_row: table row line / JSON index
     "family": pl.String(),
-    "code": pl.String(),  # canonical FAMILY:CODE
+    "code": pl.String(),  # canonical FAMILY:CODE; null for a row keyed by symptom
+    "symptom": pl.String(),  # the symptom a code-less troubleshooting row is keyed by
     "message": pl.String(),
+    "description": pl.String(),  # explanation of the alarm, where the manual gives one
     "causes": pl.List(pl.String()),
     "remedies": pl.List(pl.String()),
+    "effect": pl.String(),  # what the control does / what stops (影响, Reaction)
     "prevention": pl.String(),
     "language": pl.String(),  # "zh" or "en"
     "source": pl.String(),  # file, and heading path for a manual table

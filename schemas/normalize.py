@@ -20,12 +20,23 @@ class NormalizeConfig(BaseModel):
     max_alarm_codes: int = Field(
         12, ge=1, description="a record keeps at most this many distinct alarm codes"
     )
+    asset_controllers: dict[str, str] = Field(
+        default_factory=dict,
+        description="asset pattern (glob, case-insensitive) -> controller family or model, for "
+        "the alarm codes of work orders without a machine model, e.g. {'VMC-*' = 'FANUC'}",
+    )
     min_han_share: float = Field(
         0.2,
         ge=0.0,
         le=1.0,
         description="language is 'zh' when Han characters make up at least this share of the "
         "Han characters and Latin letters",
+    )
+    customer_names: list[str] = Field(
+        default_factory=list,
+        description="customer and company names replaced by [CUSTOMER] wherever they occur "
+        "(work-order text, manuals, fault tables, reject payloads; ASCII letters in any case), "
+        "e.g. ['宁波精工机械有限公司', 'Acme Tooling GmbH']",
     )
     min_name_length: int = Field(
         2, ge=1, description="technician values shorter than this are not searched for in text"

@@ -59,7 +59,7 @@ class PlanConfig(BaseModel):
     )
     headroom: float = 0.15
     seq_multiple: int = Field(default=128, gt=0)
-    seed: int = 0  # for the share sample
+    seed: int = Field(0, ge=0)  # for the share sample
 
     @field_validator("headroom")
     @classmethod

@@ -194,7 +194,8 @@ class StructureConfig(BaseModel):
             r"(?is)\bsent from my \w+.*$",
             r"(?i)\b(?:thanks|thank you|cheers)\b[,!.]?\s*(?:\[NAME\]|(?-i:[A-Z][a-z]+))?\.?\s*$",
             r"\n\s*\[NAME\]\S{0,3}\s*$",
-            r"(?:维修人|维修员|维修工|签名|签字|记录人|填写人|经办人|处理人)\s*[:：]\s*\S{1,12}\s*$",
+            # the signed name only: a serial or part number glued to it keeps the cue in place
+            r"(?:维修人|维修员|维修工|签名|签字|记录人|填写人|经办人|处理人)\s*[:：]\s*[^\s\d]{1,12}\s*$",
             r"(?:此致\s*)?敬礼[!！。]?\s*$|谢谢[!！。]?\s*$",
         ]
     )
@@ -239,8 +240,8 @@ class TierConfig(BaseModel):
     # `repairs` tags of a lossy repair (characters dropped): caps at C.
     lossy_repairs: list[str] = Field(default_factory=lambda: ["gbk_lossy"])
     # A specific diagnosis is at least this long (characters) ...
-    min_diagnosis_chars_zh: int = 4
-    min_diagnosis_chars_en: int = 12
+    min_diagnosis_chars_zh: int = Field(4, ge=0)
+    min_diagnosis_chars_en: int = Field(12, ge=0)
     # ... contains none of these ...
     vague_diagnosis_terms: list[str] = Field(
         default_factory=lambda: [

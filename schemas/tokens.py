@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from string import Formatter
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -62,6 +63,15 @@ class TokenizerConfig(BaseModel):
     eos_token: str = "<|endoftext|>"
     num_threads: int = Field(default=2, ge=1)
     batch_rows: int = Field(default=2048, ge=1)  # rows per tokenizer call
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer_exists(cls, v: str) -> str:
+        if v != "qwen2.5" and not Path(v).exists():
+            raise ValueError(
+                f"{v}: no such tokenizer (give 'qwen2.5', a tokenizer.json or its folder)"
+            )
+        return v
 
     @field_validator("chat_template")
     @classmethod

@@ -1,9 +1,14 @@
 """The alarm-log funnel.
 
 Per file:        ingest (events; malformed lines and bad timestamps rejected)
-Over the run:    incidents (bursts merged) -> samples (joined with the fault-code table)
+Over the run:    incidents (bursts merged; clears and repeats folded into their incident)
                  -> cross_source (an incident a work order describes is that work order's)
-                 -> tiers -> render
+                 -> samples (joined with the fault-code table) -> tiers -> render
+Beside it:       the incidents table (every incident, with its raises, clear time, fault-code
+                 entry and related work order), published as `incidents/`.
+
+Counting unit: an alarm log enters the SFT funnel as incidents (`UNIT_STAGE` reads them);
+its lines and events are counted in the stages before it and in `manifest.sources`.
 """
 
 from __future__ import annotations
@@ -14,20 +19,21 @@ import polars as pl
 
 from pipeline.funnels.workorders import RENDER
 from pipeline.incident_samples import incident_samples
-from pipeline.incidents import drop_described_incidents, incident_funnel
-from pipeline.ingest.alarm_logs import read_alarm_log
-from pipeline.ingest.encoding import detect_encoding
+from pipeline.incidents import drop_described_incidents, incident_funnel, incident_table
+from pipeline.ingest.alarm_logs import read_alarm_log_file
 from pipeline.ingest.files import relative_path, sha256_bytes
 from pipeline.ledger import ledger_row
-from pipeline.stage import Stage, StageResult, run_stages, stage_result
+from pipeline.stage import Stage, StageResult, empty_rejects, run_stages, stage_result
 from pipeline.tiers import assign_tiers
-from schemas.alarm_logs import ALARM_EVENT_SCHEMA, INCIDENT_SCHEMA
+from schemas.alarm_logs import ALARM_EVENT_SCHEMA, INCIDENT_SCHEMA, AlarmLogSource
 from schemas.config import PipelineConfig
 from schemas.manuals import FAULT_CODE_SCHEMA
 from schemas.records import PARTS
 
 KIND = "alarm_log"
-STAGE_ORDER = ("ingest", "incidents", "samples", "cross_source", "tiers", "render")
+_EVENTS = ("raised", "cleared", "acknowledged")
+STAGE_ORDER = ("ingest", "incidents", "cross_source", "samples", "tiers", "render")
+UNIT_STAGE = "cross_source"
 
 INCIDENTS = Stage(
     "incidents",
@@ -37,10 +43,14 @@ INCIDENTS = Stage(
 )
 
 
-def samples_stage(knowledge_base: pl.DataFrame | None) -> Stage:
-    """Incidents joined with the fault-code table; without one, every incident is rejected."""
+def _table(knowledge_base: pl.DataFrame | None) -> pl.DataFrame:
+    return knowledge_base if knowledge_base is not None else pl.DataFrame(schema=FAULT_CODE_SCHEMA)
 
-    table = knowledge_base if knowledge_base is not None else pl.DataFrame(schema=FAULT_CODE_SCHEMA)
+
+def samples_stage(knowledge_base: pl.DataFrame | None) -> Stage:
+    """Incidents joined with the fault-code table; an incident without an entry is no sample
+    (it stays in the incidents table)."""
+    table = _table(knowledge_base)
     return Stage(
         "samples",
         needs=tuple(INCIDENT_SCHEMA),
@@ -69,20 +79,22 @@ TIERS = Stage(
 )
 
 
-def parse(path: Path, source_index: int, root: Path, cfg: PipelineConfig) -> dict[str, StageResult]:
+def parse(path: Path, source: AlarmLogSource, root: Path) -> dict[str, StageResult]:
     """One alarm log -> events; the result's state holds the file's ledger row."""
-    source = cfg.alarm_logs.sources[source_index]
-    result = read_alarm_log(path, source, root)
+    read = read_alarm_log_file(path, source, root)
+    result = read.result
     data = path.read_bytes()
     ledger = ledger_row(
         relative_path(path, root),
         KIND,
         len(data),
         sha256_bytes(data),
-        detect_encoding(data, path),
+        read.encoding,
         rows=result.counters["read"],
-        skipped=result.counters.get("skipped_non_alarm", 0),
+        skipped=result.counters["skipped_non_alarm"],
         lines=result.counters["lines_total"],
+        reader=f"{KIND}:{read.layout}",
+        warning=read.warning,
     )
     return {
         "ingest": StageResult(result.kept, result.rejected, result.counters, {"ledger": ledger})
@@ -96,9 +108,22 @@ def funnel(
     workorders: pl.DataFrame,
     cfg: PipelineConfig,
 ) -> dict[str, StageResult]:
-    """Every stage after ingest, over the events of all alarm logs (parsed and carried)."""
+    """Every stage after ingest, over the events of all alarm logs (parsed and carried), and
+    the incidents table (`incident_table`: kept rows only, counters for the manifest)."""
     ingest = stage_result(events, ingest_rejects, read=events.height + ingest_rejects.height)
     incidents = INCIDENTS.run(events, cfg)
-    stages = [samples_stage(knowledge_base), cross_source_stage(incidents.kept, workorders)]
+    stages = [cross_source_stage(incidents.kept, workorders), samples_stage(knowledge_base)]
     later = run_stages([*stages, TIERS, RENDER], incidents.kept, cfg)
-    return {"ingest": ingest, "incidents": incidents, **later}
+    table = incident_table(
+        incidents.kept, events, workorders, _table(knowledge_base), cfg.alarm_logs.incidents
+    )
+    counters = {
+        "events": events.height,
+        **{f"events_{e}": int((events["event"] == e).sum()) for e in _EVENTS},
+        "incidents": table.height,
+        "incidents_linked": int(table["workorder_id"].is_not_null().sum()),
+        "incidents_with_fault_code_entry": int(table["fault_code_entry"].sum()),
+        "incidents_cleared": int(table["cleared"].sum()),
+    }
+    published = StageResult(table, empty_rejects(), counters)
+    return {"ingest": ingest, "incidents": incidents, **later, "incident_table": published}

@@ -7,11 +7,12 @@ and counts over; alarm logs and manuals carry their parsed rows (state) and rebu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
+from pipeline.errors import StateError
 from pipeline.ingest.files import relative_path, sha256_file
 from pipeline.ledger import RefreshPlan, plan_refresh
 
@@ -24,12 +25,23 @@ class FilePlan:
     files: dict[str, Path]
     sha256: dict[str, str]
     refresh: RefreshPlan
+    skipped: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> reason, detail
 
 
 def plan_files(kind: str, files: list[Path], root: Path, state: Path | None) -> FilePlan:
-    """Compare `files` (lineage paths relative to `root`) with the ledger in `state`."""
-    rel = {relative_path(p, root): p for p in files}
-    shas = {path: sha256_file(p) for path, p in rel.items()}
+    """Compare `files` (lineage paths relative to `root`) with the ledger in `state`.
+
+    Files that cannot be opened are left out of the plan, with a reason.
+    """
+    rel, shas, skipped = {}, {}, {}
+    for p in files:
+        name = relative_path(p, root)
+        try:
+            shas[name] = sha256_file(p)
+        except OSError as exc:
+            skipped[name] = "cannot_open", f"{name}: cannot read: {exc.strerror}"
+            continue
+        rel[name] = p
     current = pl.DataFrame(
         {"path": list(shas), "sha256": list(shas.values())},
         schema={"path": pl.String, "sha256": pl.String},
@@ -37,13 +49,26 @@ def plan_files(kind: str, files: list[Path], root: Path, state: Path | None) -> 
     ledger = state_table(state, "ledger")
     if ledger is not None:
         ledger = ledger.filter(pl.col("source_kind") == kind)
-    return FilePlan(kind, rel, shas, plan_refresh(current, ledger))
+    return FilePlan(kind, rel, shas, plan_refresh(current, ledger), skipped)
+
+
+def _read(paths: Path | list[Path], corpus: Path) -> pl.DataFrame:
+    """A table the last run wrote; a damaged one stops the run in one line (no fresh start
+    behind the user's back: that would republish every file and drop the dedup index)."""
+    try:
+        return pl.read_parquet(paths, hive_partitioning=False)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        first = paths if isinstance(paths, Path) else paths[0]
+        raise StateError(
+            f"{first}: the corpus state is damaged ({' '.join(str(exc).split())[:160]}); "
+            f"restore it from a backup, or move {corpus} aside to rebuild from scratch"
+        ) from None
 
 
 def state_table(state: Path | None, name: str) -> pl.DataFrame | None:
     """A table of the last snapshot's state, or None when there is none."""
     path = state / f"{name}.parquet" if state else None
-    return pl.read_parquet(path) if path is not None and path.exists() else None
+    return _read(path, path.parent) if path is not None and path.exists() else None
 
 
 def carried_rows(
@@ -61,5 +86,5 @@ def carried_published(
     files = sorted((snapshot / table).rglob("*.parquet")) if snapshot and carried else []
     if not files:
         return None
-    rows = pl.read_parquet(files, hive_partitioning=False)
+    rows = _read(files, snapshot)
     return rows.filter((pl.col("source_kind") == kind) & pl.col("source_file").is_in(carried))

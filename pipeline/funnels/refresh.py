@@ -1,14 +1,19 @@
-"""A corpus refresh: plan each source kind's files, run its funnel steps, publish one snapshot.
+"""A corpus refresh: list every input file, plan each source kind's files, run its funnel
+steps, publish one snapshot.
 
-`refresh` is what every flow runs. Steps go through a `Runner`: in this process by default,
-as cached Prefect tasks from `flows/`. Work orders run per file (ingest, then normalize and
-filter) and over the run (dedup to render); manuals and alarm logs are parsed per new or
-changed file and their funnels rebuilt over all parsed rows.
+`refresh` is what every flow runs. Every file under the input is classified first
+(`pipeline.ingest.inventory`: content decides, configured patterns win); skipped files are
+listed in the manifest with their reason and a warning line is printed for each. Steps go
+through a `Runner`: in this process by default, as cached Prefect tasks from `flows/`. Work
+orders run per file (ingest, then normalize and filter) and over the run (dedup to render);
+manuals and alarm logs are parsed per new or changed file and their funnels rebuilt over all
+parsed rows.
 """
 
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,29 +23,42 @@ import polars as pl
 from pipeline.funnels import alarm_logs, manuals, workorders
 from pipeline.funnels.incremental import FilePlan, carried_published, carried_rows, plan_files
 from pipeline.funnels.keys import code_fingerprint, code_version, step_key
+from pipeline.funnels.quarantine import fail_if_strict, quarantine_rows
 from pipeline.funnels.snapshot import Published, SourceRun, empty_sft, publish_snapshot
 from pipeline.funnels.stage_files import load_state
+from pipeline.funnels.steps import PER_FILE as KINDS
 from pipeline.funnels.steps import Runner, in_process
-from pipeline.ingest.alarm_logs import alarm_log_files
-from pipeline.ingest.manuals import manual_files
-from pipeline.ingest.workorders import discover_files
+from pipeline.ingest.files import relative_path, sha256_file
+from pipeline.ingest.inventory import InputEntry, inventory
+from pipeline.ledger import ledger_row
 from pipeline.locking import corpus_lock
+from pipeline.paths import check_output
 from pipeline.publish import latest_snapshot, latest_state
 from pipeline.stage import empty_rejects
-from schemas.alarm_logs import ALARM_EVENT_SCHEMA
+from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogSource
 from schemas.config import PipelineConfig
-from schemas.manifest import StageOutput
-from schemas.manuals import MANUAL_SECTION_SCHEMA
+from schemas.manifest import SkippedFile, StageOutput
+from schemas.manuals import MANUAL_SECTION_SCHEMA, ManualSource
 
 
 @dataclass(frozen=True)
 class Sources:
-    """What a refresh reads: the input root, and a folder per source kind (None: not read)."""
+    """What a refresh reads: the input root, and a folder per source kind (None: not read).
+    Every file under the root (and under each folder) is listed; a file's content decides its
+    kind, and a kind is read from its folder only."""
 
     root: Path
     workorders: Path | None = None
     alarm_logs: Path | None = None
     manuals: Path | None = None
+
+    @classmethod
+    def everything(cls, root: Path) -> Sources:
+        """Every kind, from anywhere under `root` (flat or in per-kind sub-folders)."""
+        return cls(root, root, root, root)
+
+    def folders(self) -> dict[str, Path | None]:
+        return {"workorder": self.workorders, "alarm_log": self.alarm_logs, "manual": self.manuals}
 
 
 @dataclass(frozen=True)
@@ -76,7 +94,13 @@ def refresh(
     cfg: PipelineConfig,
     runner: Callable[[Path, PipelineConfig], Runner] = in_process,
 ) -> Published:
-    """Refresh the corpus under `out` from `sources` and publish one snapshot."""
+    """Refresh the corpus under `out` from `sources` and publish one snapshot.
+
+    Input files that cannot be read are quarantined (a reject row and a manifest entry) and
+    the run goes on; with `cfg.strict` they fail it before anything is published.
+    """
+    folders = [f for f in (sources.workorders, sources.alarm_logs, sources.manuals) if f]
+    check_output(out, [sources.root, *folders])
     with corpus_lock(out, cfg.publish.lock_wait_s):
         state, work = latest_state(out), out / "state" / "work"
         run = _Run(
@@ -88,20 +112,60 @@ def refresh(
             latest_snapshot(out),
             (cfg.config_hash(), code_fingerprint(), state.name if state else "none"),
         )
+        entries = inventory(sources.root, sources.folders(), cfg)
+        roots = {
+            kind: lineage_root(folder, sources.root)
+            for kind, folder in sources.folders().items()
+            if folder is not None
+        }
+        of_kind = lambda kind: [e for e in entries if e.sniffed.kind == kind]  # noqa: E731
         runs = []
         if sources.workorders is not None:
-            runs.append(
-                _workorders(run, sources.workorders, lineage_root(sources.workorders, sources.root))
-            )
+            runs.append(_workorders(run, of_kind("workorder"), roots["workorder"]))
         if sources.manuals is not None:
-            runs.append(_manuals(run, sources.manuals, lineage_root(sources.manuals, sources.root)))
+            vendor = [e.path for e in of_kind("fault_table")]
+            runs.append(_manuals(run, of_kind("manual"), vendor, roots["manual"]))
         if sources.alarm_logs is not None:
-            root = lineage_root(sources.alarm_logs, sources.root)
-            runs.append(_alarm_logs(run, sources.alarm_logs, root, runs))
-        published = publish_snapshot(flow_name, out, cfg, runs, run.previous, state, code_version())
+            runs.append(_alarm_logs(run, of_kind("alarm_log"), roots["alarm_log"], runs))
+        for source_run in runs:
+            broken = _broken(entries, source_run.kind, roots[source_run.kind])
+            source_run.quarantined = pl.concat([source_run.quarantined, broken])
+        fail_if_strict(cfg.strict, pl.concat([r.quarantined for r in runs]))
+        skipped = _skipped(entries, sources.root)
+        published = publish_snapshot(
+            flow_name, out, cfg, runs, run.previous, state, code_version(), skipped
+        )
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(out / "state" / "task-results", ignore_errors=True)
+    for read in published.manifest.inputs:
+        if read.warning:
+            sys.stderr.write(f"warning: {read.warning}\n")
     return published
+
+
+def _broken(entries: list[InputEntry], kind: str, root: Path) -> pl.DataFrame:
+    """One quarantine row per broken file `kind` claimed (empty, binary, a damaged archive)."""
+    files = {}
+    for e in entries:
+        if e.sniffed.kind == "broken" and e.sniffed.meant == (kind,):
+            rel = relative_path(e.path, root)
+            files[rel] = ("unreadable_file", f"{rel}: {e.sniffed.reason}")
+    return quarantine_rows(kind, files)
+
+
+def _skipped(entries: list[InputEntry], root: Path) -> list[SkippedFile]:
+    """The files no reader reads, each announced on one warning line (written to stderr
+    directly: a flow's print capture would turn it into an INFO log line)."""
+    skipped = []
+    for e in entries:
+        if e.sniffed.kind != "skip":
+            continue
+        rel = relative_path(e.path, root) if e.path.is_relative_to(root) else str(e.path)
+        sys.stderr.write(f"warning: {rel}: skipped: {e.sniffed.reason}\n")
+        skipped.append(
+            SkippedFile(path=rel, bytes=e.path.stat().st_size, reason=e.sniffed.reason or "")
+        )
+    return skipped
 
 
 def _ledger(run: _Run, plan: FilePlan, outputs: list[StageOutput]) -> list[pl.DataFrame]:
@@ -112,14 +176,20 @@ def _ledger(run: _Run, plan: FilePlan, outputs: list[StageOutput]) -> list[pl.Da
     return [f for f in (carried, load_state(outputs, "ledger")) if f is not None]
 
 
-def _workorders(run: _Run, folder: Path, root: Path) -> SourceRun:
-    plan = plan_files(workorders.KIND, discover_files(folder, run.cfg.ingest), root, run.state)
+def _workorders(run: _Run, entries: list[InputEntry], root: Path) -> SourceRun:
+    layouts = {e.path: e.sniffed.layout or "auto" for e in entries}
+    plan = plan_files(workorders.KIND, list(layouts), root, run.state)
     todo = plan.refresh
-    ingested = {}
+    ingested, quarantined = {}, [quarantine_rows(workorders.KIND, plan.skipped)]
     for path in todo.to_process:
-        key = step_key("workorders.ingest", path, plan.sha256[path], *run.base[:2])
-        params = {"path": str(plan.files[path]), "root": str(root)}
-        ingested[key] = run.runner("workorders.ingest", key, {}, params)["ingest"]
+        file = plan.files[path]
+        key = step_key("workorders.ingest", path, plan.sha256[path], layouts[file], *run.base[:2])
+        params = {"path": str(file), "root": str(root), "layout": layouts[file]}
+        result = run.runner("workorders.ingest", key, {}, params)
+        if "quarantine" in result:
+            quarantined.append(pl.read_parquet(result["quarantine"].rejected))
+        else:
+            ingested[key] = result["ingest"]
     names = workorders.technicians(
         pl.concat(
             [pl.DataFrame(schema={"technician": pl.String})]
@@ -143,6 +213,7 @@ def _workorders(run: _Run, folder: Path, root: Path) -> SourceRun:
         todo,
         carries_published=True,
         state={"dedup_index": index} if index is not None else {},
+        quarantined=pl.concat(quarantined),
     )
     if filtered:
         key = step_key("workorders.corpus", *clean_keys, *todo.unchanged, *run.base)
@@ -161,27 +232,28 @@ def _workorders(run: _Run, folder: Path, root: Path) -> SourceRun:
     return source
 
 
-def _source_index(sources: list, source: object) -> int:
-    return next(i for i, s in enumerate(sources) if s is source)
-
-
 def _parse(
-    run: _Run, step: str, plan: FilePlan, claimed: dict[Path, object], sources: list, root: Path
-) -> tuple[list[str], list[StageOutput]]:
-    """Parse the new and changed files of `plan`: step keys and outputs."""
+    run: _Run,
+    step: str,
+    plan: FilePlan,
+    claimed: dict[Path, ManualSource | AlarmLogSource],
+    root: Path,
+) -> tuple[list[str], list[StageOutput], pl.DataFrame]:
+    """Parse the new and changed files of `plan`: step keys, outputs, quarantined files."""
     keys, outputs = [], []
+    quarantined = [quarantine_rows(KINDS[step], plan.skipped)]
     for path in plan.refresh.to_process:
         file = plan.files[path]
-        key = step_key(step, path, plan.sha256[path], *run.base[:2])
-        params = {
-            "path": str(file),
-            "root": str(root),
-            "source": _source_index(sources, claimed[file]),
-        }
+        source = claimed[file].model_dump(mode="json")
+        key = step_key(step, path, plan.sha256[path], str(sorted(source.items())), *run.base[:2])
+        params = {"path": str(file), "root": str(root), "source": source}
         result = run.runner(step, key, {}, params)
         keys.append(key)
-        outputs += result.values()
-    return keys, outputs
+        if "quarantine" in result:
+            quarantined.append(pl.read_parquet(result["quarantine"].rejected))
+        else:
+            outputs += result.values()
+    return keys, outputs, pl.concat(quarantined)
 
 
 def _with_carried(
@@ -192,10 +264,41 @@ def _with_carried(
     return [run.save(f"carried_{name}", rows if rows is not None else empty), *new]
 
 
-def _manuals(run: _Run, folder: Path, root: Path) -> SourceRun:
-    claimed = dict(manual_files(folder, run.cfg.manuals))
+def _manual_source(entry: InputEntry) -> ManualSource:
+    if isinstance(entry.source, ManualSource):
+        return entry.source
+    return ManualSource(pattern=entry.path.name, format=entry.sniffed.layout)  # type: ignore[arg-type]
+
+
+def _alarm_source(entry: InputEntry) -> AlarmLogSource:
+    """The configured source (its layout resolved), or a default one in the sniffed layout."""
+    source = entry.source if isinstance(entry.source, AlarmLogSource) else None
+    source = source or AlarmLogSource(pattern=entry.path.name)
+    return source.model_copy(update={"format": entry.sniffed.layout})
+
+
+def _vendor_ledger(paths: list[Path], root: Path, kept: pl.DataFrame) -> list[pl.DataFrame]:
+    """Ledger rows of the vendor fault tables read (rows: entries kept or rejected)."""
+    per_file = kept.group_by("source_file").len()
+    rows = dict(zip(per_file["source_file"], per_file["len"], strict=True))
+    return [
+        ledger_row(
+            rel := relative_path(path, root),
+            "fault_table",
+            path.stat().st_size,
+            sha256_file(path),
+            "auto",
+            rows=rows.get(rel, 0),
+            reader="fault_table:vendor_table",
+        )
+        for path in paths
+    ]
+
+
+def _manuals(run: _Run, entries: list[InputEntry], vendor: list[Path], root: Path) -> SourceRun:
+    claimed = {e.path: _manual_source(e) for e in entries}
     plan = plan_files(manuals.KIND, list(claimed), root, run.state)
-    keys, parsed = _parse(run, "manuals.parse", plan, claimed, run.cfg.manuals.sources, root)
+    keys, parsed, quarantined = _parse(run, "manuals.parse", plan, claimed, root)
     carried = plan.refresh.unchanged
     empty_sections = pl.DataFrame(schema=MANUAL_SECTION_SCHEMA)
     sections = _with_carried(
@@ -204,10 +307,12 @@ def _manuals(run: _Run, folder: Path, root: Path) -> SourceRun:
     section_rejects = _with_carried(
         run, "manual_section_rejects", carried, [o.rejected for o in parsed], empty_rejects()
     )
-    source = SourceRun(manuals.KIND, (), plan.refresh, ledger=_ledger(run, plan, parsed))
-    if not plan.files:
+    source = SourceRun(
+        manuals.KIND, (), plan.refresh, ledger=_ledger(run, plan, parsed), quarantined=quarantined
+    )
+    if not plan.files and not vendor:
         return source
-    key = step_key("manuals.funnel", *keys, *carried, *run.base)
+    key = step_key("manuals.funnel", *keys, *carried, *map(sha256_file, vendor), *run.base)
     result = run.runner("manuals.funnel", key, {"sections": sections}, {"root": str(root)})
     all_sections = pl.concat([pl.read_parquet(p) for p in sections], how="vertical_relaxed")
     page_rejects = pl.concat([pl.read_parquet(p) for p in section_rejects], how="vertical_relaxed")
@@ -215,10 +320,15 @@ def _manuals(run: _Run, folder: Path, root: Path) -> SourceRun:
     source.tables = {"pretrain": result["chunks"].kept, "fault_codes": result["fault_codes"].kept}
     source.side_rejects = [page_rejects] + [
         pl.read_parquet(result[s].rejected)
-        for s in ("alarm_tables", "vendor_tables", "fault_codes")
+        for s in ("chunks", "alarm_tables", "vendor_tables", "fault_codes")
     ]
-    ledger = pl.concat(source.ledger)
-    tables, vendor, kb = (
+    vendor_rows = pl.concat(
+        [pl.read_parquet(p, columns=["source_file"]) for p in (result["vendor_tables"].kept,
+                                                             result["vendor_tables"].rejected)]
+    )  # fmt: skip
+    source.ledger += _vendor_ledger(vendor, root, vendor_rows)
+    ledger = pl.concat(source.ledger).filter(pl.col("source_kind") == manuals.KIND)
+    tables, vendor_counts, kb = (
         result[s].counters for s in ("alarm_tables", "vendor_tables", "fault_codes")
     )
     source.sources = {
@@ -230,21 +340,27 @@ def _manuals(run: _Run, folder: Path, root: Path) -> SourceRun:
             "chunks": result["chunks"].counters["kept"],
         },
         "fault_table": {
-            "read": tables["read"] + vendor["read"],
+            "read": tables["read"] + vendor_counts["read"],
             "kept": kb["kept"],
-            "rejected": tables["rejected"] + vendor["rejected"] + kb["rejected"],
+            "rejected": tables["rejected"] + vendor_counts["rejected"] + kb["rejected"],
         },
     }
     return source
 
 
-def _alarm_logs(run: _Run, folder: Path, root: Path, earlier: list[SourceRun]) -> SourceRun:
-    claimed = dict(alarm_log_files(folder, run.cfg.alarm_logs))
+def _alarm_logs(
+    run: _Run, entries: list[InputEntry], root: Path, earlier: list[SourceRun]
+) -> SourceRun:
+    claimed = {e.path: _alarm_source(e) for e in entries}
     plan = plan_files(alarm_logs.KIND, list(claimed), root, run.state)
-    keys, parsed = _parse(run, "alarm_logs.parse", plan, claimed, run.cfg.alarm_logs.sources, root)
+    keys, parsed, quarantined = _parse(run, "alarm_logs.parse", plan, claimed, root)
     carried = plan.refresh.unchanged
     source = SourceRun(
-        alarm_logs.KIND, alarm_logs.STAGE_ORDER, plan.refresh, ledger=_ledger(run, plan, parsed)
+        alarm_logs.KIND,
+        alarm_logs.STAGE_ORDER,
+        plan.refresh,
+        ledger=_ledger(run, plan, parsed),
+        quarantined=quarantined,
     )
     if not plan.files:
         return source
@@ -286,22 +402,33 @@ def _alarm_logs(run: _Run, folder: Path, root: Path, earlier: list[SourceRun]) -
         *run.base,
     )
     result = run.runner("alarm_logs.funnel", key, inputs, {})
+    table = result.pop("incident_table")
     source.outputs = list(result.values())
     source.sft = [result["render"].kept]
-    source.tables = {"incidents": result["incidents"].kept}
+    source.tables = {"incidents": table.kept, "incident_stage": result["incidents"].kept}
+    source.unit_stage = alarm_logs.UNIT_STAGE
     all_events = pl.read_parquet(result["ingest"].kept)
     source.state = {
         "alarm_events": all_events,
         "alarm_ingest_rejects": pl.read_parquet(result["ingest"].rejected),
     }
     ledger = pl.concat(source.ledger)
+    figures = table.counters
     source.sources = {
         "alarm_log": {
             "files": ledger.height,
             "lines": int(ledger["lines"].sum()),
             "skipped_non_alarm_lines": int(ledger["skipped_lines"].sum()),
-            "events": all_events.height,
-            "incidents": result["incidents"].counters["kept"],
+            "rejected_lines": result["ingest"].counters["rejected"],
+            "events": figures["events"],
+            "raises": figures["events_raised"],
+            "clears": figures["events_cleared"],
+            "acknowledgements": figures["events_acknowledged"],
+            "folded_events": result["incidents"].counters["rejected"],
+            "incidents": figures["incidents"],
+            "incidents_cleared": figures["incidents_cleared"],
+            "incidents_with_fault_code_entry": figures["incidents_with_fault_code_entry"],
+            "incidents_linked_to_workorders": figures["incidents_linked"],
         }
     }
     return source

@@ -15,11 +15,21 @@ from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_coun
 from pipeline.plan import plan_snapshot
 from pipeline.publish import SnapshotWriter, new_snapshot_id
 from pipeline.report_html import render_report, snapshot_history
+from pipeline.stage import empty_rejects
+from pipeline.text.pii import redact_customers
 from pipeline.tool_samples import tool_use_samples
 from pipeline.trainer_configs import write_trainer_configs
 from schemas import arrow
 from schemas.config import PipelineConfig
-from schemas.manifest import Counts, InputFile, Manifest, RefreshSummary, StageOutput
+from schemas.manifest import (
+    Counts,
+    InputFile,
+    Manifest,
+    QuarantinedFile,
+    RefreshSummary,
+    SkippedFile,
+    StageOutput,
+)
 from schemas.plan import Plan
 
 
@@ -38,6 +48,8 @@ class SourceRun:
     side_rejects: list[pl.DataFrame] = field(default_factory=list)  # outside the SFT funnel
     sources: dict[str, dict[str, int]] = field(default_factory=dict)  # manifest.sources
     carries_published: bool = False  # unchanged files keep their published samples and rejects
+    quarantined: pl.DataFrame = field(default_factory=empty_rejects)  # one reject row per file
+    unit_stage: str = "ingest"  # the stage whose rows are the kind's records in the headline
 
 
 @dataclass(frozen=True)
@@ -79,8 +91,13 @@ def publish_snapshot(
     previous: Path | None,
     state: Path | None,
     code_version: str,
+    skipped: list[SkippedFile] | None = None,
 ) -> Published:
-    """Assemble this refresh's parts with the rows it carries over, and publish one snapshot."""
+    """Assemble this refresh's parts with the rows it carries over, and publish one snapshot.
+
+    Headline counts: `read` is the records of every kind at its unit stage (work-order rows,
+    alarm-log incidents), `rejected` the rejects from that stage on; the stages before it
+    (alarm-log lines and events) are counted per stage and in `sources`."""
     carrying = [r for r in runs if r.carries_published]
     sft = (
         pl.concat(
@@ -104,9 +121,12 @@ def publish_snapshot(
         ],
         how="vertical_relaxed",
     )
+    quarantined = pl.concat([empty_rejects(), *(r.quarantined for r in runs)])
     rejects = pl.concat(
-        [funnel_rejects, *(f for r in runs for f in r.side_rejects)], how="vertical_relaxed"
+        [funnel_rejects, quarantined, *(f for r in runs for f in r.side_rejects)],
+        how="vertical_relaxed",
     ).sort("source_kind", "source_file", "source_row", "stage", "record_id")
+    rejects = _redacted_rejects(rejects, cfg)
     previous_counts = [carried_rows(state, "counts", r.plan.unchanged) for r in carrying]
     counts_long = pl.concat(
         [
@@ -128,20 +148,28 @@ def publish_snapshot(
         ]
     ).sort("source_kind", "source_file", "stage", "outcome")
     stages = funnel(counts_long, {r.kind: list(r.stage_order) for r in runs if r.stage_order})
-    by_reason: dict[str, int] = {}
-    for c in stages.values():
+    headline = {
+        f"{r.kind}/{stage}"
+        for r in runs
+        if r.stage_order
+        for stage in r.stage_order[r.stage_order.index(r.unit_stage) :]
+    }
+    units = {f"{r.kind}/{r.unit_stage}" for r in runs if r.stage_order}
+    by_reason = {}
+    for name, c in stages.items():
         for reason, n in c.by_reason.items():
-            by_reason[reason] = by_reason.get(reason, 0) + n
+            if name in headline:
+                by_reason[reason] = by_reason.get(reason, 0) + n
     counts = Counts(
-        read=sum(c.read for k, c in stages.items() if k.endswith("/ingest")),
+        read=sum(c.read for k, c in stages.items() if k in units),
         kept=sft.height,
-        rejected=funnel_rejects.height,
+        rejected=sum(c.rejected for k, c in stages.items() if k in headline),
         by_reason=dict(sorted(by_reason.items())),
         stages=stages,
     )
     ledger = pl.concat(
         [pl.DataFrame(schema=LEDGER_SCHEMA), *(f for r in runs for f in r.ledger)],
-        how="vertical_relaxed",
+        how="diagonal_relaxed",  # ledgers kept by an older version may lack newer columns
     ).sort("path")
     tables = {name: pl.read_parquet(p) for r in runs for name, p in r.tables.items()}
     pretrain = tables.get("pretrain")
@@ -158,6 +186,8 @@ def publish_snapshot(
             writer.write_table("pretrain", pretrain, arrow.PRETRAIN)
         if "fault_codes" in tables:
             writer.write_table("fault_codes", tables["fault_codes"], arrow.FAULT_CODES)
+        if "incidents" in tables:
+            writer.write_table("incidents", tables["incidents"], arrow.INCIDENTS)
         writer.write_table("rejects", rejects, arrow.REJECTS)
         writer.write_table("sft_tools", tools.kept, arrow.SFT_TOOLS)
         plan = plan_snapshot(sft, pretrain, cfg.plan, tools.kept)
@@ -175,10 +205,17 @@ def publish_snapshot(
             code_version=code_version,
             config_hash=cfg.config_hash(),
             inputs=[InputFile(**row) for row in ledger.iter_rows(named=True)],
+            skipped=skipped or [],
             counts=counts,
             sources={k: v for r in runs for k, v in r.sources.items()}
             | {"sft_tools": tools.counters},
             refresh=refresh,
+            quarantined=[
+                QuarantinedFile(**row)
+                for row in quarantined.select(
+                    pl.col("source_file").alias("path"), "source_kind", "reason", "detail"
+                ).iter_rows(named=True)
+            ],
             outputs=writer.outputs,
         )
         manifest = manifest.model_copy(update={"outputs": writer.outputs})
@@ -190,7 +227,7 @@ def publish_snapshot(
             pretrain_tokens,
             history=snapshot_history(out),
             sft=sft,
-            incidents=tables.get("incidents"),
+            incidents=tables.get("incident_stage"),
         )
         writer.write_text("report.html", report)
         manifest = manifest.model_copy(update={"outputs": writer.outputs})
@@ -210,4 +247,19 @@ def no_samples_reason(manifest: Manifest) -> str | None:
         return f"no SFT samples: no work orders or alarm logs among the inputs (read: {read})"
     top = sorted(counts.by_reason.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
     reasons = ", ".join(f"{r} {n}" for r, n in top) or "no rows read"
-    return f"no SFT samples: all {counts.read} rows read were rejected ({reasons})"
+    incidents = manifest.sources.get("alarm_log", {}).get("incidents", 0)
+    kept = f"; {incidents} alarm incidents are published in incidents/" if incidents else ""
+    return f"no SFT samples: all {counts.read} records read were rejected ({reasons}){kept}"
+
+
+def _redacted_rejects(rejects: pl.DataFrame, cfg: PipelineConfig) -> pl.DataFrame:
+    """Payload and detail of every reject (work orders, alarm logs, manuals, fault tables,
+    quarantined files) redacted like kept rows before they are published. `make_rejects`
+    already redacts contacts and cued names; the configured customer names are added here."""
+    customers = cfg.normalize.customer_names
+    if not customers:
+        return rejects
+    return rejects.with_columns(
+        redact_customers(pl.col("payload"), customers),
+        redact_customers(pl.col("detail"), customers),
+    )

@@ -6,6 +6,7 @@ Over the run:    dedup (against the published index) -> structure -> tiers -> re
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import polars as pl
 
 from pipeline.dedup import dedup
 from pipeline.filters import apply_filters
-from pipeline.ingest.workorders import read_workorder_file
+from pipeline.ingest.files import relative_path
+from pipeline.ingest.workorders import read_workorder_file, source_for
 from pipeline.ledger import ledger_row
 from pipeline.messages import render_messages
 from pipeline.normalize import normalize
@@ -22,6 +24,7 @@ from pipeline.structure import structure
 from pipeline.tiers import assign_tiers
 from pipeline.tokens import count_tokens
 from schemas.config import PipelineConfig
+from schemas.ingest import SourceMapping
 from schemas.records import INGESTED_SCHEMA, NORMALIZED_EXTRA, PARTS, WORKORDER_FIELDS
 
 KIND = "workorder"
@@ -82,10 +85,30 @@ def _render(df: pl.DataFrame, cfg: PipelineConfig) -> StageResult:
 RENDER = Stage("render", needs=PARTS, adds=("messages", "n_tokens"), fn=_render)
 
 
-def ingest(path: Path, root: Path, cfg: PipelineConfig) -> dict[str, StageResult]:
-    """Read one export; the result's state holds the file's ledger row."""
-    read = read_workorder_file(path, root, cfg.ingest)
-    ledger = ledger_row(read.path, KIND, read.bytes, read.sha256, read.encoding, read.rows)
+def ingest(
+    path: Path, root: Path, cfg: PipelineConfig, layout: str = "auto"
+) -> dict[str, StageResult]:
+    """Read one export in the format its content showed (`layout`) unless a configured source
+    names the file; the result's state holds the file's ledger row."""
+    ingest_cfg = cfg.ingest
+    rel = relative_path(path, root)
+    if layout != "auto" and source_for(rel, ingest_cfg).pattern == "*":
+        found = SourceMapping(pattern=glob.escape(rel), format=layout)  # type: ignore[arg-type]
+        ingest_cfg = ingest_cfg.model_copy(update={"sources": [found]})
+    read = read_workorder_file(path, root, ingest_cfg)
+    configured = source_for(rel, ingest_cfg).format
+    fmt = configured if configured != "auto" else layout
+    ledger = ledger_row(
+        read.path,
+        KIND,
+        read.bytes,
+        read.sha256,
+        read.encoding,
+        read.rows,
+        skipped=read.skipped,
+        columns=read.columns,
+        reader=f"{KIND}:{fmt}",
+    )
     result = read.result
     return {
         "ingest": StageResult(result.kept, result.rejected, result.counters, {"ledger": ledger})

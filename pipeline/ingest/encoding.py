@@ -7,9 +7,13 @@ from pathlib import Path
 
 import charset_normalizer
 
+from pipeline.errors import InputFileError
 
-class EncodingError(ValueError):
+
+class EncodingError(InputFileError, ValueError):
     """Bytes that no supported encoding decodes; the message names the file."""
+
+    reason = "undecodable_file"
 
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
@@ -52,17 +56,61 @@ def detect_encoding(data: bytes, source: str | Path | None = None) -> str:
     )
 
 
-def read_text(path: str | Path, encoding: str = "auto") -> tuple[str, str]:
-    """Decode a whole file; returns (text, encoding used). `encoding="auto"` detects it."""
-    path = Path(path)
-    data = path.read_bytes()
+def resolved_encoding(data: bytes, encoding: str, source: str | Path | None = None) -> str:
+    """The configured encoding, or the detected one when it is 'auto'."""
+    return detect_encoding(data, source) if encoding == "auto" else encoding
+
+
+def undecodable_lines(data: bytes) -> list[int] | None:
+    """Line numbers of the lines that are not UTF-8 in a file that otherwise is (more of its
+    non-ASCII lines decode than do not); None when the file is not UTF-8 with a few bad lines.
+
+    One GBK line pasted into a UTF-8 export must not turn the whole file into GB18030
+    mojibake: the file is UTF-8, and those lines are quarantined by number.
+    """
+    bad, good = [], 0
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.isascii():
+            continue
+        try:
+            line.decode("utf-8")
+            good += 1
+        except UnicodeDecodeError:
+            bad.append(number)
+    return bad if bad and len(bad) < good else None
+
+
+def decode(data: bytes, source: str | Path, encoding: str = "auto") -> tuple[str, str, list[int]]:
+    """(text, encoding, undecodable line numbers). With `auto`, a UTF-8 file with a few lines
+    in another encoding decodes as UTF-8 with U+FFFD in those lines, which are returned."""
     if encoding == "auto":
-        encoding = detect_encoding(data, path)
+        bad = undecodable_lines(data) if not data.startswith(codecs.BOM_UTF8) else None
+        if bad is not None:
+            return check_text(data.decode("utf-8", "replace"), source), "utf-8", bad
+    encoding = resolved_encoding(data, encoding, source)
     try:
-        return data.decode(encoding), encoding
+        return check_text(data.decode(encoding), source), encoding, []
     except UnicodeDecodeError as exc:
         raise EncodingError(
-            f"{path}: byte {exc.start} is not valid {encoding}: {exc.reason}"
+            f"{source}: byte {exc.start} is not valid {encoding}: {exc.reason}"
         ) from None
     except LookupError:
-        raise EncodingError(f"{path}: unknown encoding {encoding!r} in the configuration") from None
+        raise EncodingError(
+            f"{source}: unknown encoding {encoding!r} in the configuration"
+        ) from None
+
+
+def check_text(text: str, source: str | Path) -> str:
+    """`text`, unless it holds a NUL character: binary content, not a text file."""
+    at = text.find("\x00")
+    if at >= 0:
+        line = text.count("\n", 0, at) + 1
+        raise EncodingError(f"{source}:{line}: NUL byte: binary content, not a text file")
+    return text
+
+
+def read_text(path: str | Path, encoding: str = "auto") -> tuple[str, str]:
+    """Decode a whole file; returns (text, encoding used). `encoding="auto"` detects it; lines
+    that do not decode hold U+FFFD (see `decode`)."""
+    text, used, _ = decode(Path(path).read_bytes(), path, encoding)
+    return text, used

@@ -23,6 +23,7 @@ import polars as pl
 import pypdf
 import xxhash
 
+from pipeline.errors import InputFileError
 from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import claimed_files, relative_path
 from pipeline.ingest.lineage import record_ids
@@ -36,6 +37,12 @@ from schemas.manuals import (
 )
 
 STAGE = "ingest_manuals"
+
+
+class ManualError(InputFileError, ValueError):
+    """A manual that cannot be read at all; the message names the file."""
+
+
 SOURCE_KIND = "manual"
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -137,8 +144,8 @@ def _pdf_lines(data: bytes, path: Path) -> tuple[list[tuple[str, int]], list[int
                     outline.setdefault(" ".join(str(item.title).split()), depth)
 
         walk(reader.outline, 1)
-    except (pypdf.errors.PdfReadError, ValueError) as exc:
-        raise ValueError(f"{path}: not a readable PDF: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - pypdf raises many types on a broken file
+        raise ManualError(f"{path}: not a readable PDF: {type(exc).__name__}: {exc}") from None
     lines = [(line, number) for number, text in enumerate(pages, 1) for line in text.splitlines()]
     empty = [number for number, text in enumerate(pages, 1) if not text.strip()]
     return lines, empty, outline, len(pages)
@@ -215,6 +222,27 @@ def read_manual(
     return stage_result(
         kept, rejected, read=kept.height + rejected.height, lines_total=len(lines), pages=n_pages
     )
+
+
+_PROVENANCE_NAME = re.compile(
+    r"^(?:readme|source|sources|license|licence|copying|notice|authors|contributors|"
+    r"contributing|changelog|changes|history|citation|code_of_conduct)(?:[._-].*)?$",
+    re.I,
+)
+_PROVENANCE_TEXT = re.compile(
+    r"(?im)^\s*(?:#+\s*)?(?:license|licence|许可证?|版权)\s*$|permission is hereby granted|"
+    r"licensed under|creative commons|spdx-license-identifier|gnu general public license|"
+    r"origin repository|copied unchanged|sha-?256\s*[:：]|^\s*-?\s*commit\b"
+)
+
+
+def is_manual_text(path: str | Path, text: str) -> bool:
+    """False for a readme, licence or provenance note (SOURCE.md beside a vendor table): by
+    its file name, or by holding at least two distinct licence/provenance markers."""
+    if _PROVENANCE_NAME.match(Path(path).stem + Path(path).suffix.replace(".", "_", 1)):
+        return False
+    markers = {m.group(0).strip().lower()[:12] for m in _PROVENANCE_TEXT.finditer(text[:20000])}
+    return len(markers) < 2
 
 
 def manual_files(root: str | Path, cfg: ManualsConfig) -> list[tuple[Path, ManualSource]]:
@@ -329,12 +357,45 @@ def chunk_sections(sections: pl.DataFrame, cfg: ChunkConfig | None = None) -> St
         source_kind=pl.lit(SOURCE_KIND),
         n_chars=pl.col("text").str.len_chars(),
     ).select([pl.col(c).cast(t) for c, t in PRETRAIN_CHUNK_SCHEMA.items()])
+    noise = _is_noise(pl.col("text"))
+    rejected = make_rejects(
+        chunks.filter(noise),
+        "chunks",
+        "noise_text",
+        pl.concat_str(
+            pl.col("source_file"),
+            pl.lit(":"),
+            pl.col("source_row").cast(pl.String),
+            pl.lit(": not prose (too few words); not pretraining text"),
+        ),
+    )
+    kept = chunks.filter(~noise)
     return stage_result(
-        chunks,
-        empty_rejects(),
+        kept,
+        rejected,
         read=chunks.height,
         sections=sections.height,
         empty_sections=empty,
         split_sections=split,
-        chunks=chunks.height,
+        chunks=kept.height,
     )
+
+
+# A word, a number or measurement, or a code/part number, with surrounding punctuation.
+_WORDLIKE = (
+    r"^[(\[{\"'“‘<]*(?:[A-Za-z][a-z]*(?:[-'’][A-Za-z]+)*|[\d.,:%/+-]+[A-Za-z]{0,3}"
+    r"|[A-Z0-9]{1,8}(?:[-./][A-Z0-9]+)*)[)\]}\"'”’>,.;:!?]*$"
+)
+
+
+def _is_noise(text: pl.Expr) -> pl.Expr:
+    """Text with no Han characters in which fewer than half the tokens are words, numbers or
+    codes: random bytes or keyboard noise saved as a manual."""
+    tokens = (
+        text.str.replace_all(r"\s+", " ")
+        .str.split(" ")
+        .list.eval(pl.element().str.strip_chars().filter(pl.element().str.strip_chars() != ""))
+    )
+    words = tokens.list.eval(pl.element().str.contains(_WORDLIKE).cast(pl.Int32)).list.sum()
+    share = words / tokens.list.len().clip(lower_bound=1)
+    return ~text.str.contains(r"\p{Han}") & (share < 0.5)

@@ -1,8 +1,10 @@
 """Read work-order exports (CSV, XLSX, JSON, JSONL) onto the record fields, with lineage.
 
-A file is decoded with its detected (or configured) encoding, its headers are mapped onto
-the fields of `schemas.records.WORKORDER_FIELDS` by configuration or by the built-in alias
-table, and every row gets its source file, physical line and a stable `record_id`. Rows that
+A file is decoded with its detected (or configured) encoding, its header row is found below
+report titles (and, in a workbook, its data sheet is chosen), its headers are mapped onto the
+fields of `schemas.records.WORKORDER_FIELDS` by configuration, the synonym vocabulary or the
+column contents (`pipeline.ingest.columns`), and every row gets its source file, physical line
+and a stable `record_id`. Rows that
 cannot be parsed are quarantined with their line; a file that cannot be read at all raises
 `IngestError` naming it.
 """
@@ -13,28 +15,35 @@ import csv
 import fnmatch
 import io
 import json
-import re
-import unicodedata
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import fastexcel
 import polars as pl
 
-from pipeline.ingest.encoding import EncodingError, detect_encoding
-from pipeline.ingest.files import relative_path, sha256_bytes
+from pipeline.errors import InputFileError
+from pipeline.ingest.columns import (
+    CONTENT_FIELDS,
+    find_header_row,
+    infer_from_contents,
+    map_headers,
+    sheet_score,
+)
+from pipeline.ingest.encoding import decode
+from pipeline.ingest.files import any_case, relative_path, sha256_bytes
 from pipeline.ingest.lineage import record_ids
-from pipeline.ingest.xlsx_merges import fill_merged, merged_ranges
+from pipeline.ingest.xlsx_merges import fill_merged, sheet_layout
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
-from schemas.ingest import BUILTIN_HEADER_ALIASES, IngestConfig, SourceMapping
+from schemas.ingest import IngestConfig, SourceMapping
 from schemas.records import INGESTED_SCHEMA, WORKORDER_FIELDS
 
 STAGE = "ingest"
 SOURCE_KIND = "workorder"
-_CONTENT_FIELDS = ("symptom", "cause", "action")
-_HEADER_NOISE = re.compile(r"[\s_\-./()（）:：#*]+")
+_HEADER_SEARCH = 30  # rows of a CSV read before its header is chosen
 
 
-class IngestError(Exception):
+class IngestError(InputFileError):
     """A file that cannot be read; the message names the file (and the line, where known)."""
 
 
@@ -48,6 +57,8 @@ class FileRead:
     sha256: str
     encoding: str
     rows: int
+    columns: dict[str, str] = field(default_factory=dict)  # field -> header(s), " + " joined
+    skipped: int = 0  # title and blank rows above the header
 
 
 def discover_files(root: Path, cfg: IngestConfig) -> list[Path]:
@@ -56,7 +67,7 @@ def discover_files(root: Path, cfg: IngestConfig) -> list[Path]:
         return [root]
     if not root.is_dir():
         raise IngestError(f"{root}: input path does not exist")
-    found = {p for pattern in cfg.include for p in root.glob(pattern) if p.is_file()}
+    found = {p for pattern in cfg.include for p in root.glob(any_case(pattern)) if p.is_file()}
     return sorted(
         p for p in found if not any(fnmatch.fnmatch(relative_path(p, root), x) for x in cfg.exclude)
     )
@@ -83,26 +94,21 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
     fmt = _format_of(path, source)
     if fmt == "xlsx":
         encoding = "binary"
-        raw, lines, bad = _read_xlsx(path, source), None, []
+        raw, lines, header_line, bad = _read_xlsx(path, source, cfg)
     else:
-        try:
-            encoding = detect_encoding(data, path) if source.encoding == "auto" else source.encoding
-        except EncodingError as exc:
-            raise IngestError(str(exc)) from None
-        try:
-            text = data.decode(encoding)
-        except (UnicodeDecodeError, LookupError) as exc:
-            raise IngestError(f"{path}: cannot decode as {encoding}: {exc}") from exc
+        text, encoding, undecodable = decode(data, path, source.encoding)
         if fmt == "csv":
-            raw, lines, bad = _read_csv(text, source, path)
+            raw, lines, bad, header_line = _read_csv(text, source, path, cfg)
         elif fmt == "jsonl":
             raw, lines, bad = _read_jsonl(text, path)
+            header_line = 0
         else:
             raw, lines, bad = _read_json(text, path)
-    if lines is None:  # spreadsheets: header on row 1
-        lines = list(range(2, raw.height + 2))
-
-    records = _map_fields(raw, source, cfg, path)
+            header_line = 0
+        if undecodable:
+            raw, lines, bad = _drop_undecodable(raw, lines, bad)
+    mapping = resolve_columns(raw.columns, source, cfg, path, raw)
+    records = _map_fields(raw, source, mapping)
     records = _with_lineage(records, raw, rel, lines)
     rejected = _quarantine(bad, rel)
     result = stage_result(records, rejected, read=records.height + rejected.height)
@@ -113,7 +119,21 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
         sha256=sha256_bytes(data),
         encoding=encoding,
         rows=records.height + rejected.height,
+        columns={f: " + ".join(mapping[f]) for f in WORKORDER_FIELDS if f in mapping},
+        skipped=max(header_line - 1, 0),  # report titles and blank rows above the header
     )
+
+
+def _drop_undecodable(
+    raw: pl.DataFrame, lines: list[int], bad: list[_BadRow]
+) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
+    """Rows holding U+FFFD (bytes of another encoding in a UTF-8 file) are quarantined."""
+    hit = raw.select(pl.any_horizontal(pl.all().str.contains("\ufffd", literal=True))).to_series()
+    hit = hit.fill_null(False) if raw.width else pl.Series([False] * raw.height)
+    for i in hit.arg_true().to_list():
+        bad.append((lines[i], "bytes not valid UTF-8 (another encoding pasted in?)", []))
+    keep = ~hit
+    return raw.filter(keep), [n for n, k in zip(lines, keep, strict=True) if k], bad
 
 
 def _format_of(path: Path, source: SourceMapping) -> str:
@@ -134,72 +154,158 @@ _BadRow = tuple[int, str, list[str]]
 
 
 def _read_csv(
-    text: str, source: SourceMapping, path: Path
-) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
-    """Parse with the csv module (quoted newlines and commas), keeping each row's first line."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=source.delimiter)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise IngestError(f"{path}: empty file, no header row") from None
-    except csv.Error as exc:
-        raise IngestError(f"{path}:1: cannot parse header: {exc}") from None
-    width = len(header)
-    rows: list[list[str]] = []
-    lines: list[int] = []
-    bad: list[_BadRow] = []
-    while True:
+    text: str, source: SourceMapping, path: Path, cfg: IngestConfig
+) -> tuple[pl.DataFrame, list[int], list[_BadRow], int]:
+    """Parse with the csv module (quoted newlines and commas), keeping each row's first line.
+
+    The header is the configured row, else the row found below titles and blank rows; its
+    line is returned last. A bad row that spans several physical lines (an unbalanced quote
+    swallowing the rows after it) is rejected at its first line only; reading resumes on the
+    next line.
+    """
+    physical = list(io.StringIO(text, newline=""))
+
+    def reader_from(line: int) -> Iterator[list[str]]:
+        return csv.reader(iter(physical[line:]), delimiter=source.delimiter)
+
+    reader = reader_from(0)
+    # (first line, last line, row or [] for a parse error) of the rows searched for the header
+    head: list[tuple[int, int, list[str]]] = []
+    while len(head) < _HEADER_SEARCH:
         start = reader.line_num + 1
         try:
             row = next(reader)
         except StopIteration:
             break
+        except csv.Error:
+            row = []
+        head.append((start, reader.line_num, row))
+    candidates = [row for _, _, row in head]
+    if not any(candidates):
+        raise IngestError(f"{path}: empty file, no header row")
+    if source.header_row is not None:
+        index = next((i for i, (n, _, _) in enumerate(head) if n >= source.header_row), 0)
+    else:
+        index = find_header_row(candidates, cfg)
+    header_line, offset, header = head[index]
+    width = len(header)
+    reader = reader_from(offset)  # offset: physical lines before the current reader's first
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    bad: list[_BadRow] = []
+    while True:
+        start = offset + reader.line_num + 1
+        try:
+            row = next(reader)
+            problem = None if not row or len(row) == width else f"expected {width} fields"
+        except StopIteration:
+            break
         except csv.Error as exc:
-            bad.append((start, f"unparseable CSV: {exc}", []))
+            row, problem = [], f"unparseable CSV: {exc}"
+        if problem is None:
+            if row:  # a blank physical line is not a record
+                rows.append(row)
+                lines.append(start)
             continue
-        if not row:
-            continue  # a blank physical line is not a record
-        if len(row) != width:
-            bad.append((start, f"expected {width} fields, found {len(row)}", row))
-            continue
-        rows.append(row)
-        lines.append(start)
+        end = offset + reader.line_num
+        if row and end == start:
+            problem += f", found {len(row)}"
+        elif end > start:
+            problem += (
+                f" (an unbalanced quote here ran on to line {end}; read again from {start + 1})"
+            )
+            reader, offset = reader_from(start), start
+        fields = row if end == start else [physical[start - 1]]
+        bad.append((start, problem, [field[:1000] for field in fields]))
     names = _unique_headers(header)
     frame = pl.DataFrame(
         {name: [r[i] for r in rows] for i, name in enumerate(names)},
         schema={name: pl.String for name in names},
     )
-    return frame, lines, bad
+    return frame, lines, bad, header_line
 
 
-def _read_xlsx(path: Path, source: SourceMapping) -> pl.DataFrame:
-    sheet = (
-        {"sheet_name": source.sheet}
-        if isinstance(source.sheet, str)
-        else {"sheet_id": source.sheet + 1}
-    )
+def _read_xlsx(
+    path: Path, source: SourceMapping, cfg: IngestConfig
+) -> tuple[pl.DataFrame, list[int], int, list[_BadRow]]:
+    """The data sheet (configured, else the one whose header names the most fields), its
+    header row found below report titles; rows with their sheet row numbers; merged blocks
+    filled. Every other sheet that holds rows is one quarantined row saying it was not read."""
     try:
-        frame = pl.read_excel(
-            path,
-            **sheet,
-            engine="calamine",
-            read_options={"dtypes": "string"},
-            drop_empty_rows=False,
-            infer_schema_length=0,
-        )
-        ranges = merged_ranges(path, source.sheet)
+        book = fastexcel.read_excel(path)
+        names = book.sheet_names
+        if source.sheet is None:
+            wanted = list(range(len(names)))
+        elif isinstance(source.sheet, str):
+            wanted = [names.index(source.sheet)] if source.sheet in names else []
+        else:
+            wanted = [source.sheet] if source.sheet < len(names) else []
+        if not wanted:
+            raise IngestError(f"{path}: no sheet {source.sheet!r}; sheets are {names}")
+        grids = {
+            i: book.load_sheet(i, header_row=None, dtypes="string").to_polars() for i in wanted
+        }
+        heights = {
+            i: grids[i].height if i in grids else book.load_sheet(i, header_row=None).height
+            for i in range(len(names))
+        }
+    except IngestError:
+        raise
     except Exception as exc:  # calamine/fastexcel and zipfile raise their own types
         raise IngestError(f"{path}: cannot read spreadsheet: {exc}") from exc
-    frame = frame.rename(dict(zip(frame.columns, _unique_headers(frame.columns), strict=True)))
-    return fill_merged(frame.select(pl.all().cast(pl.String)), ranges)
+    headers = {}
+    for i, grid in grids.items():
+        top = [list(r) for r in grid.head(_HEADER_SEARCH).rows()]
+        headers[i] = find_header_row(top, cfg) if top else 0
+    if source.sheet is None and len(grids) > 1:
+        chosen = max(
+            grids,
+            key=lambda i: sheet_score(
+                grids[i].row(headers[i]) if grids[i].height else [],
+                grids[i].height - headers[i] - 1,
+                cfg,
+            ),
+        )
+    else:
+        chosen = wanted[0]
+    grid = grids[chosen]
+    if grid.height == 0:
+        raise IngestError(f"{path}: sheet '{names[chosen]}' is empty, no header row")
+    try:
+        layout = sheet_layout(path, chosen)
+    except Exception as exc:  # a workbook calamine reads but whose XML is not standard
+        raise IngestError(f"{path}: cannot read spreadsheet layout: {exc}") from exc
+    index = headers[chosen]
+    if source.header_row is not None:
+        index = max(source.header_row - layout.first_row, 0)
+    header_row = layout.first_row + index
+    cells = ["" if c is None else str(c) for c in grid.row(index)]
+    frame = grid.slice(index + 1)
+    frame = frame.rename(dict(zip(frame.columns, _unique_headers(cells), strict=True)))
+    frame = fill_merged(frame, layout.merged, header_row, layout.first_col)
+    lines = list(range(header_row + 1, header_row + 1 + frame.height))
+    not_read = [
+        (
+            1,
+            f"sheet '{names[i]}' ({n} rows) not read: the data sheet is '{names[chosen]}'; set "
+            "`sheet` in an [[ingest.sources]] entry (a second entry for the same file reads "
+            "another)",
+            [names[i]],
+        )
+        for i, n in heights.items()
+        if i != chosen and n
+    ]
+    return frame, lines, header_row, not_read
 
 
 def _read_json(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
     """A JSON array of objects; the row number is the element's 1-based position."""
     try:
-        data = json.loads(text)
+        data = _json_loads(text)
     except json.JSONDecodeError as exc:
         raise IngestError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except (RecursionError, ValueError) as exc:
+        raise IngestError(f"{path}: unreadable JSON: {_json_problem(exc)}") from None
     if not isinstance(data, list):
         raise IngestError(f"{path}: expected a JSON array of records, found {type(data).__name__}")
     good = [(i + 1, obj) for i, obj in enumerate(data) if isinstance(obj, dict)]
@@ -211,15 +317,29 @@ def _read_json(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_Ba
     return _frame_from_objects([o for _, o in good]), [n for n, _ in good], bad
 
 
+def _json_loads(text: str) -> object:
+    """JSON; an integer too long for Python's int (4,300 digits) stays text, not an error."""
+    return json.loads(text, parse_int=lambda digits: int(digits) if len(digits) < 4000 else digits)
+
+
+def _json_problem(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deep"
+    return " ".join(str(exc).split())
+
+
 def _read_jsonl(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
     objects, lines, bad = [], [], []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _json_loads(line)
         except json.JSONDecodeError as exc:
             bad.append((number, f"invalid JSON: {exc.msg}", [line]))
+            continue
+        except (RecursionError, ValueError) as exc:
+            bad.append((number, f"unreadable JSON: {_json_problem(exc)}", [line[:200]]))
             continue
         if not isinstance(obj, dict):
             bad.append((number, "line is not a JSON object", [line]))
@@ -255,39 +375,30 @@ def _unique_headers(header: list[str]) -> list[str]:
     return names
 
 
-def header_key(name: str) -> str:
-    """Header comparison key: NFKC, lower case, no spaces or punctuation."""
-    return _HEADER_NOISE.sub("", unicodedata.normalize("NFKC", name).lower().lstrip("\ufeff"))
-
-
 def resolve_columns(
-    headers: list[str], source: SourceMapping, cfg: IngestConfig, path: Path
+    headers: list[str],
+    source: SourceMapping,
+    cfg: IngestConfig,
+    path: Path,
+    frame: pl.DataFrame | None = None,
 ) -> dict[str, list[str]]:
-    """Field -> source headers: the explicit mapping first, then the alias table."""
+    """Field -> source headers: the explicit mapping first, then the synonym vocabulary, then
+    (with `frame`) the contents of the columns still unknown."""
     mapping: dict[str, list[str]] = {}
-    for field, spec in source.columns.items():
+    for name, spec in source.columns.items():
         wanted = [spec] if isinstance(spec, str) else list(spec)
         missing = [h for h in wanted if h not in headers]
         if missing:
             raise IngestError(
-                f"{path}: configured column(s) {missing} for field '{field}' not in the file; "
+                f"{path}: configured column(s) {missing} for field '{name}' not in the file; "
                 f"headers are {headers}"
             )
-        mapping[field] = wanted
+        mapping[name] = wanted
     if source.use_builtin_headers:
-        by_key = {header_key(h): h for h in reversed(headers)}
-        taken = {h for hs in mapping.values() for h in hs}
-        for field in WORKORDER_FIELDS:
-            if field in mapping:
-                continue
-            aliases = BUILTIN_HEADER_ALIASES[field] + cfg.header_aliases.get(field, [])
-            for alias in aliases:
-                header = by_key.get(header_key(alias))
-                if header is not None and header not in taken:
-                    mapping[field] = [header]
-                    taken.add(header)
-                    break
-    if not any(f in mapping for f in _CONTENT_FIELDS):
+        mapping, ignored = map_headers(headers, mapping, cfg)
+        if frame is not None:
+            mapping = infer_from_contents(frame, mapping, ignored)
+    if not any(f in mapping for f in CONTENT_FIELDS):
         raise IngestError(
             f"{path}: no column recognized as symptom, cause or action; headers are {headers}. "
             'Map them with an [[ingest.sources]] entry (columns = {symptom = "..."}).'
@@ -296,21 +407,19 @@ def resolve_columns(
 
 
 def _map_fields(
-    raw: pl.DataFrame, source: SourceMapping, cfg: IngestConfig, path: Path
+    raw: pl.DataFrame, source: SourceMapping, mapping: dict[str, list[str]]
 ) -> pl.DataFrame:
-    mapping = resolve_columns(raw.columns, source, cfg, path)
-
     def blank_to_null(header: str) -> pl.Expr:
         text = pl.col(header).str.strip_chars()
         return pl.when(text.str.len_chars() > 0).then(text)
 
     exprs = []
-    for field in WORKORDER_FIELDS:
-        headers = mapping.get(field)
+    for name in WORKORDER_FIELDS:
+        headers = mapping.get(name)
         # Fill-down works per source column, before joining: in a merged-cell export each
         # column's blank cell repeats that column's value above.
         parts = [
-            blank_to_null(h).forward_fill() if field in source.fill_down else blank_to_null(h)
+            blank_to_null(h).forward_fill() if name in source.fill_down else blank_to_null(h)
             for h in headers or []
         ]
         if not parts:
@@ -320,7 +429,7 @@ def _map_fields(
         else:
             joined = pl.concat_str(parts, separator=source.join_with, ignore_nulls=True)
             expr = pl.when(joined.str.len_chars() > 0).then(joined)
-        exprs.append(expr.alias(field))
+        exprs.append(expr.alias(name))
     return raw.select(exprs)
 
 

@@ -17,7 +17,7 @@ from schemas.normalize import NormalizeConfig
 
 B = ASCII_BOUNDARY
 
-PLACEHOLDER_PATTERN = r"\[(?:PHONE|EMAIL|ID|NAME)\]"
+PLACEHOLDER_PATTERN = r"\[(?:PHONE|EMAIL|ID|NAME|CUSTOMER)\]"
 
 EMAIL = r"[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 CN_ID = r"[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx]"
@@ -50,7 +50,7 @@ _NOT_NAME_TAIL = (
 _ZH_NAME = rf"[{SURNAMES}]\p{{Han}}[\p{{Han}}--[{_NOT_NAME_TAIL}]]?"
 _ZH_NAME_CUES = (
     "联系人|报修人|报告人|报障人|操作员|操作工|操作者|负责人|维修人|维修员|维修工|技术员|记录人|"
-    "检修人|处理人|确认人|审核人|验收人|值班人|申请人|签字|签名|工程师"
+    "检修人|处理人|确认人|审核人|验收人|值班人|申请人|签字|签名|工程师|联系|致电|询问|请教|通知"
 )
 _ZH_CUED_NAME = rf"((?:{_ZH_NAME_CUES})\s*[:：]?\s*){_ZH_NAME}"
 # 张师傅, 王工 (not 每周工作), 李工程师, 刘经理
@@ -64,7 +64,8 @@ _EN_NAME = (
 _EN_CUED_NAME = (
     rf"({B}(?i:contact(?:\s+person)?|tech(?:nician)?|operator|engineer|inspector|attn|reporter|"
     rf"requester|reported\s+by|signed(?:\s+off)?\s+by|checked\s+by|repaired\s+by|fixed\s+by|"
-    rf"serviced\s+by|approved\s+by|handled\s+by|done\s+by|verified\s+by|inspected\s+by)"
+    rf"serviced\s+by|approved\s+by|handled\s+by|done\s+by|verified\s+by|inspected\s+by|"
+    rf"call(?:\s+back)?|ask(?:\s+for)?|phone|ring|talk\s+to|speak\s+(?:to|with)|reach)"
     rf"\s*[:：]?\s*){_EN_NAME}"
 )
 
@@ -81,20 +82,33 @@ def _redact_contacts(text: pl.Expr) -> pl.Expr:
     )
 
 
-def redact_pii(text: pl.Expr, names: Sequence[str] = ()) -> pl.Expr:
-    """Replace e-mail addresses, ID numbers, phone numbers and person names by placeholders.
+def redact_pii(text: pl.Expr, names: Sequence[str] = (), customers: Sequence[str] = ()) -> pl.Expr:
+    """Replace e-mail addresses, ID numbers, phone numbers, person and customer names by
+    placeholders.
 
     `names` (e.g. from `known_names`) are replaced wherever they occur; names after cue words
-    (联系人：张伟, 王工, Contact: John Smith, signed by J. Doe) are found by pattern.
+    (联系人：张伟, 王工, Contact: John Smith, signed by J. Doe) are found by pattern;
+    `customers` (configured, and the values of a customer column) become [CUSTOMER].
     Count what was replaced with `count_placeholders(after) - count_placeholders(before)`.
     """
-    out = on_matching(text, _MAY_HOLD_CONTACT, _redact_contacts)
+    out = on_matching(redact_customers(text, customers), _MAY_HOLD_CONTACT, _redact_contacts)
     if names:
         ordered = sorted(set(names), key=lambda n: (-len(n), n))
         out = out.str.replace_many(ordered, ["[NAME]"] * len(ordered), leftmost=True)
     out = out.str.replace_all(_ZH_CUED_NAME, "${1}[NAME]")
     out = out.str.replace_all(_ZH_TITLED_NAME, "[NAME]${1}")
     return out.str.replace_all(_EN_CUED_NAME, "${1}[NAME]")
+
+
+def redact_customers(text: pl.Expr, customers: Sequence[str]) -> pl.Expr:
+    """Every occurrence of a customer or company name -> [CUSTOMER] (longest first; ASCII
+    letters in any case)."""
+    if not customers:
+        return text
+    ordered = sorted(set(customers), key=lambda n: (-len(n), n))
+    return text.str.replace_many(
+        ordered, ["[CUSTOMER]"] * len(ordered), ascii_case_insensitive=True, leftmost=True
+    )
 
 
 def count_placeholders(expr: pl.Expr) -> pl.Expr:

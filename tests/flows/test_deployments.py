@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -172,3 +173,59 @@ def test_deployments_are_named_after_their_flows(tmp_path):
     assert [s.schedule.cron for s in nightly.schedules] == ["0 2 * * *"]
     cleaning = next(d for d in deployments if d.name == "clean-workorders")
     assert cleaning.parameters["input"] == str((tmp_path / "in" / "workorders").resolve())
+
+
+def _readme_schedule_commands(repo: Path) -> list[list[str]]:
+    """The README's `prefect deployment schedule` commands, as written there."""
+    commands = []
+    for line in (repo / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith(".venv/bin/prefect deployment schedule"):
+            words = line.split("#")[0].split()
+            commands.append([str(BIN / "prefect"), *words[1:]])
+    return commands
+
+
+def test_readme_pause_and_resume_commands_work_against_the_server(server, tmp_path, repo):
+    """Every schedule command the README gives runs with the pinned Prefect and does what the
+    README says: pause --all deactivates the nightly schedule, resume --all reactivates it,
+    and one schedule is paused by deployment name and schedule id."""
+    (tmp_path / "inputs").mkdir()
+    orders = tmp_path / "inputs" / "orders.csv"
+    orders.write_text("工单号,故障现象,处理措施\nWO-1,异响,更换轴承\n", encoding="utf-8")
+    serve_log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 - closed below
+    serving = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "serve", "--input", str(tmp_path / "inputs"),
+         "--out", str(tmp_path / "out"), "--cron", "0 2 * * *"],
+        cwd=repo, env=server, stdout=serve_log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+
+    def prefect(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(args, env=server, capture_output=True, text=True, timeout=120)
+
+    def schedules() -> list[dict]:
+        listed = prefect(str(BIN / "prefect"), "deployment", "schedule", "ls",
+                         "refresh-corpus/refresh-corpus", "--output", "json")  # fmt: skip
+        assert listed.returncode == 0, listed.stdout + listed.stderr
+        return json.loads(listed.stdout)
+
+    try:
+
+        def registered() -> bool:
+            inspect = ("deployment", "inspect", "refresh-corpus/refresh-corpus")
+            return prefect(str(BIN / "prefect"), *inspect).returncode == 0
+
+        wait_for(registered, "serve registering the deployments", 180, serving)
+        commands = _readme_schedule_commands(repo)
+        assert len(commands) == 4, commands
+        (schedule,) = schedules()
+        assert schedule["active"] and schedule["schedule"] == "cron: 0 2 * * *"
+        expected_active = {"pause": False, "resume": True}
+        for command in commands:
+            command = [schedule["id"] if w == "<SCHEDULE_ID>" else w for w in command]
+            done = prefect(*command)
+            assert done.returncode == 0, (command, done.stdout + done.stderr)
+            if command[3] in expected_active:
+                assert schedules()[0]["active"] is expected_active[command[3]], command
+    finally:
+        stop(serving)
+        serve_log.close()

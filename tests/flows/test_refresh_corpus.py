@@ -54,17 +54,24 @@ def test_manifest_accounts_for_every_line_and_row(snapshot, sample_data):
     )
     assert m["sources"]["manual"]["lines"] == manual_lines
     counts = m["counts"]
-    assert counts["read"] == sum(
-        i["rows"] for i in m["inputs"] if i["source_kind"] in {"workorder", "alarm_log"}
+    logs = m["sources"]["alarm_log"]
+    # Records: work-order rows and alarm incidents; alarm lines and events are counted before.
+    assert counts["read"] == logs["incidents"] + sum(
+        i["rows"] for i in m["inputs"] if i["source_kind"] == "workorder"
     )
     assert counts["read"] == counts["kept"] + counts["rejected"]
+    assert counts["stages"]["alarm_log/ingest"]["read"] == sum(
+        i["rows"] for i in m["inputs"] if i["source_kind"] == "alarm_log"
+    )
     for kind in ("workorder", "alarm_log"):
         chain = [v for k, v in counts["stages"].items() if k.startswith(f"{kind}/")]
         for before, after in zip(chain, chain[1:], strict=False):
             assert after["read"] == before["kept"]
     rejects = pl.read_parquet(snapshot / "rejects").height
     side = m["sources"]["manual"]["rejected_pages"] + m["sources"]["fault_table"]["rejected"]
-    assert rejects == counts["rejected"] + side
+    events = logs["rejected_lines"] + logs["folded_events"]
+    assert rejects == counts["rejected"] + side + events
+    assert {s["path"] for s in m["skipped"]} >= {"workorders/README.md"}
     assert pl.read_parquet(snapshot / "sft").height == counts["kept"]
 
 

@@ -34,8 +34,8 @@ def test_incidents_join_the_knowledge_base(kb: pl.DataFrame, events: pl.DataFram
     assert (c["read"], c["kept"], c["rejected_no_fault_code_entry"]) == (20, 13, 2)
     assert c["rejected_exact_dup"] == 5
     assert sorted(result.rejected.filter(pl.col("reason") != "exact_dup")["detail"]) == [
-        "no knowledge-base entry for FANUC:OT0500",
-        "no knowledge-base entry for FANUC:PS0010",
+        "no knowledge-base entry for FANUC:OT0500; the incident stays in incidents/",
+        "no knowledge-base entry for FANUC:PS0010; the incident stays in incidents/",
     ]
     samples = result.kept
     burst = samples.filter(

@@ -208,3 +208,51 @@ def test_incident_funnel_accounts_for_every_event(sample_data):
     assert result.counters["rejected_state_change"] == events.height - raises
     merged = result.rejected.filter(pl.col("reason") == "merged_into_incident")
     assert set(merged["duplicate_of"]) <= set(result.kept["record_id"])
+
+
+EXPORTS = REPO / "tests" / "fixtures" / "exports"
+
+
+def test_incident_table_keeps_every_incident_with_raises_and_related_work_order():
+    from pipeline.incidents import incident_table
+    from pipeline.ingest.alarm_logs import read_alarm_log_file
+    from schemas.manuals import FAULT_CODE_SCHEMA
+
+    events = pl.concat(
+        read_alarm_log_file(EXPORTS / name, root=EXPORTS).result.kept
+        for name in ("VMC-11_0i-MF_alarm_history.txt", "DMC-5_alarmlog.csv")
+    )
+    incidents = build_incidents(events).kept
+    workorders = pl.DataFrame(
+        {
+            "record_id": ["wo-a", "wo-b", "wo-c", "wo-d"],
+            "asset": ["vmc 11", "DMC_5", "VMC-11", "VMC-12"],  # written loosely
+            "reported_at": [
+                "2024-08-16 15:10",  # an hour after the SV0436 burst
+                "2024/08/16 09:30",
+                "2024-08-25 08:00",  # nine days later
+                "2024-08-16 15:10",  # other machine
+            ],
+            "alarm_codes": [["FANUC:SV0436"], ["ALARM:27001"], ["FANUC:SV0436"], ["FANUC:SV0436"]],
+        }
+    )
+    kb = pl.DataFrame(
+        {"code": ["FANUC:SV0436"], "language": ["zh"]}, schema_overrides=FAULT_CODE_SCHEMA
+    ).select(pl.col(c).cast(t) if c in ("code", "language") else pl.lit(None, t).alias(c)
+             for c, t in FAULT_CODE_SCHEMA.items())  # fmt: skip
+    table = incident_table(incidents, events, workorders, kb, IncidentConfig(link_window_s=7200))
+    assert table.height == incidents.height == 6  # nothing dropped for lack of an entry
+    burst = table.filter(pl.col("codes").list.contains("FANUC:SV0436")).row(0, named=True)
+    assert (burst["occurrences"], burst["raise_lines"]) == (2, [6, 4])  # oldest raise first
+    assert burst["raise_files"] == ["VMC-11_0i-MF_alarm_history.txt"] * 2
+    assert (burst["fault_code_entry"], burst["workorder_id"], burst["cleared"]) == (
+        True, "wo-a", False,
+    )  # fmt: skip
+    safety = table.filter(pl.col("codes").list.contains("SINUMERIK:27001")).row(0, named=True)
+    assert (safety["workorder_id"], safety["fault_code_entry"], safety["cleared"]) == (
+        "wo-b", False, True,
+    )  # fmt: skip
+    assert str(safety["end"]) == "2024-08-16 09:13:05.114000"  # the clear ends it
+    assert table["workorder_id"].drop_nulls().len() == 2
+    narrow = incident_table(incidents, events, workorders, kb, IncidentConfig(link_window_s=1200))
+    assert narrow["workorder_id"].drop_nulls().to_list() == ["wo-b"]  # 17 min; wo-a: 67 min

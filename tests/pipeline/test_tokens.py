@@ -262,8 +262,9 @@ def test_bad_inputs_say_what_is_wrong(tmp_path) -> None:
     df = pl.DataFrame({"n": [1, 2]})
     with pytest.raises(TypeError, match="column 'n' has dtype"):
         count_tokens(df, QWEN, column="n")
-    with pytest.raises(FileNotFoundError, match="neither 'qwen2.5' nor a local tokenizer.json"):
-        load_tokenizer(TokenizerConfig(tokenizer=str(tmp_path / "missing.json")))
+    # A missing tokenizer is refused where the configuration is validated, before any run.
+    with pytest.raises(ValidationError, match="no such tokenizer"):
+        TokenizerConfig(tokenizer=str(tmp_path / "missing.json"))
 
 
 def test_tokenizer_is_loaded_once() -> None:

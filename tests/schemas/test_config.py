@@ -32,7 +32,9 @@ def test_invalid_field_names_field_and_file(tmp_path):
 def test_unknown_field_rejected(tmp_path):
     path = tmp_path / "typo.toml"
     path.write_text("[filters]\nmin_char = 3\n")
-    with pytest.raises(ConfigError, match=r"field 'filters.min_char': Extra inputs"):
+    with pytest.raises(
+        ConfigError, match=r"unknown key 'filters.min_char' \(did you mean 'min_chars'\?\)"
+    ):
         load_config(path)
 
 

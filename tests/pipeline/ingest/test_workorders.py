@@ -5,6 +5,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipeline.errors import InputFileError
 from pipeline.ingest.workorders import (
     IngestError,
     discover_files,
@@ -146,7 +147,7 @@ def test_unrecognizable_file_fails_naming_it(tmp_path):
 def test_undecodable_file_fails_naming_it(tmp_path):
     path = tmp_path / "broken.csv"
     path.write_bytes(b"\x81\x30\xff\xfe\x00\xd8" * 50)
-    with pytest.raises(IngestError, match=r"broken\.csv"):
+    with pytest.raises(InputFileError, match=r"broken\.csv"):  # quarantined by a refresh
         read(path)
 
 
