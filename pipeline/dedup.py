@@ -327,36 +327,40 @@ def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
 # ---------------------------------------------------------------- candidate pairs and clusters
 
 
-def _candidate_pairs(bh: np.ndarray, window: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
-    """Node pairs (u < v) sharing a band bucket; only pairs with at least one new node (< n_new).
+def _pair_keys(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Distinct pairs as ascending 64-bit keys u << 32 | v (a hash set, then a sort of the
+    few distinct ones: numpy's unique sorts all the repeats)."""
+    key = (u.astype(np.uint64) << _U64(32)) | v.astype(np.uint64)
+    return pl.Series(key).unique().sort().to_numpy()
 
-    A bucket is one (band, band_hash) value. Rows are made in node order, so polars' stable
-    sort by bucket leaves each bucket's nodes ascending; pairs come from the sorted arrays.
+
+def _candidate_pairs(
+    node: np.ndarray, bucket: np.ndarray, window: int, n_new: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Node pairs (u < v) sharing a bucket; only pairs with at least one new node (< n_new).
+
+    `node[i]` is in bucket `bucket[i]`, nodes ascending within each bucket's entries. Polars'
+    stable sort by bucket keeps them ascending; each member is paired with the next `window`.
     """
-    n, bands = bh.shape
-    if n == 0:
+    if len(node) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    bucket_key = bh ^ (np.arange(bands, dtype=np.uint64) * _MIX)
-    by_bucket = pl.DataFrame(
-        {"node": np.repeat(np.arange(n, dtype=np.int64), bands), "bucket": bucket_key.ravel()}
-    ).sort("bucket", maintain_order=True)
+    by_bucket = pl.DataFrame({"node": node, "bucket": bucket}).sort("bucket", maintain_order=True)
     nodes = by_bucket.get_column("node").to_numpy()
     keys = by_bucket.get_column("bucket").to_numpy()
     first = np.concatenate(([True], keys[1:] != keys[:-1]))
     alone = first & np.concatenate((first[1:], [True]))
-    bucket = np.cumsum(first) - 1
-    keep = (nodes[first] < n_new)[bucket] & ~alone  # a bucket's first node is its smallest
-    nodes, bucket = nodes[keep], bucket[keep]
+    bucket_of = np.cumsum(first) - 1
+    keep = (nodes[first] < n_new)[bucket_of] & ~alone  # a bucket's first node is its smallest
+    nodes, bucket_of = nodes[keep], bucket_of[keep]
     us, vs = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
     for d in range(1, window + 1):
-        same = bucket[:-d] == bucket[d:]
+        same = bucket_of[:-d] == bucket_of[d:]
         if not same.any():
             break
         us.append(nodes[:-d][same])
         vs.append(nodes[d:][same])
     u, v = np.concatenate(us), np.concatenate(vs)
-    keep = u < n_new
-    key = np.unique((u[keep].astype(np.uint64) << _U64(32)) | v[keep].astype(np.uint64))
+    key = _pair_keys(u[u < n_new], v[u < n_new])
     return (key >> _U64(32)).astype(np.int64), (key & _MASK32).astype(np.int64)
 
 
@@ -364,24 +368,22 @@ def _candidates(
     sig: np.ndarray, machine: np.ndarray, n_new: int, cfg: DedupConfig
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs: by text (`bands` × `rows`, about J >= 0.55 on), and among the nodes
-    naming a machine, by text and machine (`moderate_bands` × `moderate_rows`, about J >= 0.4
-    on, buckets split by machine: the moderate rule needs the same machine)."""
-    u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)
+    naming a machine also by moderately similar text (`moderate_bands` × `moderate_rows`,
+    about J >= 0.4 on). Every merge needs equal machine hashes (`_decide`), so all buckets are
+    split by machine: a pair on two machines is never a candidate. One sort of all buckets."""
+    salt = _fmix64(machine ^ _MIX2)[:, None]
     named = np.flatnonzero(machine != 0)
-    if len(named) == 0:
-        return u, v
-    bh = band_hashes(sig[named], cfg.moderate_bands, cfg.moderate_rows)
-    bh ^= _fmix64(machine[named] ^ _MIX2)[:, None]
-    mu, mv = _candidate_pairs(bh, cfg.pair_window, int(np.searchsorted(named, n_new)))
-    key = np.unique(
-        np.concatenate(
-            [
-                (u.astype(np.uint64) << _U64(32)) | v.astype(np.uint64),
-                (named[mu].astype(np.uint64) << _U64(32)) | named[mv].astype(np.uint64),
-            ]
-        )
+    text = band_hashes(sig, cfg.bands, cfg.rows) ^ salt
+    moderate = band_hashes(sig[named], cfg.moderate_bands, cfg.moderate_rows) ^ salt[named]
+    band = np.arange(cfg.bands + cfg.moderate_bands, dtype=np.uint64) * _MIX
+    # node-major order: within a bucket (one band), nodes stay ascending
+    node = np.concatenate(
+        [np.repeat(np.arange(len(sig)), cfg.bands), np.repeat(named, cfg.moderate_bands)]
     )
-    return (key >> _U64(32)).astype(np.int64), (key & _MASK32).astype(np.int64)
+    bucket = np.concatenate(
+        [(text ^ band[: cfg.bands]).ravel(), (moderate ^ band[cfg.bands :]).ravel()]
+    )
+    return _candidate_pairs(node, bucket, cfg.pair_window, n_new)
 
 
 def _agreement(sig: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
