@@ -94,6 +94,7 @@ _CHUNK_SHINGLES = 16384  # shingles per signature block
 _PERM_BLOCK = 32  # permutations at a time: 32 × 16384 uint32 = 2 MiB
 _SPAN_CHARS = 1 << 18  # code points per block of the string work
 _TILE = 8  # code points per tile of a string hash (SHINGLE_MULT[:8])
+_BAND_BLOCK = 8192  # records per block of band hashes
 
 
 def _ascii_lower(texts: pl.Series) -> pl.Series:
@@ -334,23 +335,45 @@ def _pair_keys(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return pl.Series(key).unique().sort().to_numpy()
 
 
+def _bucket_entries(
+    sig: np.ndarray, at: np.ndarray, salt: np.ndarray, bands: tuple[int, int, int], bits: np.uint64
+) -> np.ndarray:
+    """(bucket << bits | node) of nodes `at` in each of `bands` = (count, rows, first id) LSH
+    bands: the bucket is the band hash mixed with `salt[node]` and the band id, its high
+    64 - bits bits kept. Worked `_BAND_BLOCK` nodes at a time (temporaries stay in cache)."""
+    count, rows, first_id = bands
+    ids = np.arange(first_id, first_id + count, dtype=np.uint64) * _MIX
+    out = np.empty((len(at), count), dtype=np.uint64)
+    for r0 in range(0, len(at), _BAND_BLOCK):
+        block = at[r0 : r0 + _BAND_BLOCK]
+        h = band_hashes(sig[block], count, rows) ^ ids ^ salt[block, None]
+        out[r0 : r0 + _BAND_BLOCK] = ((h >> bits) << bits) | block.astype(np.uint64)[:, None]
+    return out.ravel()
+
+
 def _candidate_pairs(
-    node: np.ndarray, bucket: np.ndarray, window: int, n_new: int
+    packed: np.ndarray, bits: np.uint64, window: int, n_new: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Node pairs (u < v) sharing a bucket; only pairs with at least one new node (< n_new).
 
-    `node[i]` is in bucket `bucket[i]`, nodes ascending within each bucket's entries. Polars'
-    stable sort by bucket keeps them ascending; each member is paired with the next `window`.
+    `packed` holds bucket << bits | node entries (`_bucket_entries`). One sort brings each
+    bucket's nodes together, ascending; each member is paired with the next `window`. Two
+    buckets whose hashes share the kept high bits (rare) only add candidates, which are
+    verified.
     """
-    if len(node) == 0:
+    packed = np.sort(packed)
+    same_next = (packed[1:] ^ packed[:-1]) >> bits == 0
+    paired = np.zeros(len(packed), dtype=bool)  # singletons dropped before any other work
+    paired[1:] = same_next
+    paired[:-1] |= same_next
+    packed = packed[paired]
+    if len(packed) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    by_bucket = pl.DataFrame({"node": node, "bucket": bucket}).sort("bucket", maintain_order=True)
-    nodes = by_bucket.get_column("node").to_numpy()
-    keys = by_bucket.get_column("bucket").to_numpy()
+    keys = packed >> bits
+    nodes = (packed & ((_U64(1) << bits) - _U64(1))).astype(np.int64)
     first = np.concatenate(([True], keys[1:] != keys[:-1]))
-    alone = first & np.concatenate((first[1:], [True]))
     bucket_of = np.cumsum(first) - 1
-    keep = (nodes[first] < n_new)[bucket_of] & ~alone  # a bucket's first node is its smallest
+    keep = (nodes[first] < n_new)[bucket_of]  # a bucket's first node is its smallest
     nodes, bucket_of = nodes[keep], bucket_of[keep]
     us, vs = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
     for d in range(1, window + 1):
@@ -371,19 +394,21 @@ def _candidates(
     naming a machine also by moderately similar text (`moderate_bands` × `moderate_rows`,
     about J >= 0.4 on). Every merge needs equal machine hashes (`_decide`), so all buckets are
     split by machine: a pair on two machines is never a candidate. One sort of all buckets."""
-    salt = _fmix64(machine ^ _MIX2)[:, None]
-    named = np.flatnonzero(machine != 0)
-    text = band_hashes(sig, cfg.bands, cfg.rows) ^ salt
-    moderate = band_hashes(sig[named], cfg.moderate_bands, cfg.moderate_rows) ^ salt[named]
-    band = np.arange(cfg.bands + cfg.moderate_bands, dtype=np.uint64) * _MIX
-    # node-major order: within a bucket (one band), nodes stay ascending
-    node = np.concatenate(
-        [np.repeat(np.arange(len(sig)), cfg.bands), np.repeat(named, cfg.moderate_bands)]
-    )
-    bucket = np.concatenate(
-        [(text ^ band[: cfg.bands]).ravel(), (moderate ^ band[cfg.bands :]).ravel()]
-    )
-    return _candidate_pairs(node, bucket, cfg.pair_window, n_new)
+    if len(sig) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    salt = _fmix64(machine ^ _MIX2)
+    bits = _U64(max((len(sig) - 1).bit_length(), 1))
+    entries = [
+        _bucket_entries(sig, np.arange(len(sig)), salt, (cfg.bands, cfg.rows, 0), bits),
+        _bucket_entries(
+            sig,
+            np.flatnonzero(machine != 0),
+            salt,
+            (cfg.moderate_bands, cfg.moderate_rows, cfg.bands),
+            bits,
+        ),
+    ]
+    return _candidate_pairs(np.concatenate(entries), bits, cfg.pair_window, n_new)
 
 
 def _agreement(sig: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
