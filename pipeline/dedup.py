@@ -336,19 +336,23 @@ def _pair_keys(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _bucket_entries(
-    sig: np.ndarray, at: np.ndarray, salt: np.ndarray, bands: tuple[int, int, int], bits: np.uint64
-) -> np.ndarray:
+    sig: np.ndarray,
+    at: np.ndarray,
+    salt: np.ndarray,
+    bands: tuple[int, int, int],
+    bits: np.uint64,
+    out: np.ndarray,
+) -> None:
     """(bucket << bits | node) of nodes `at` in each of `bands` = (count, rows, first id) LSH
-    bands: the bucket is the band hash mixed with `salt[node]` and the band id, its high
-    64 - bits bits kept. Worked `_BAND_BLOCK` nodes at a time (temporaries stay in cache)."""
+    bands, into `out` (len(at) × count): the bucket is the band hash mixed with `salt[node]`
+    and the band id, its high 64 - bits bits kept. Worked `_BAND_BLOCK` nodes at a time (the
+    temporaries stay in cache)."""
     count, rows, first_id = bands
     ids = np.arange(first_id, first_id + count, dtype=np.uint64) * _MIX
-    out = np.empty((len(at), count), dtype=np.uint64)
     for r0 in range(0, len(at), _BAND_BLOCK):
         block = at[r0 : r0 + _BAND_BLOCK]
         h = band_hashes(sig[block], count, rows) ^ ids ^ salt[block, None]
         out[r0 : r0 + _BAND_BLOCK] = ((h >> bits) << bits) | block.astype(np.uint64)[:, None]
-    return out.ravel()
 
 
 def _candidate_pairs(
@@ -356,12 +360,12 @@ def _candidate_pairs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Node pairs (u < v) sharing a bucket; only pairs with at least one new node (< n_new).
 
-    `packed` holds bucket << bits | node entries (`_bucket_entries`). One sort brings each
-    bucket's nodes together, ascending; each member is paired with the next `window`. Two
-    buckets whose hashes share the kept high bits (rare) only add candidates, which are
-    verified.
+    `packed` holds bucket << bits | node entries (`_bucket_entries`), sorted here in place:
+    each bucket's nodes come together, ascending; each member is paired with the next
+    `window`. Two buckets whose hashes share the kept high bits (rare) only add candidates,
+    which are verified.
     """
-    packed = np.sort(packed)
+    packed.sort()
     same_next = (packed[1:] ^ packed[:-1]) >> bits == 0
     paired = np.zeros(len(packed), dtype=bool)  # singletons dropped before any other work
     paired[1:] = same_next
@@ -398,17 +402,15 @@ def _candidates(
         return np.empty(0, np.int64), np.empty(0, np.int64)
     salt = _fmix64(machine ^ _MIX2)
     bits = _U64(max((len(sig) - 1).bit_length(), 1))
-    entries = [
-        _bucket_entries(sig, np.arange(len(sig)), salt, (cfg.bands, cfg.rows, 0), bits),
-        _bucket_entries(
-            sig,
-            np.flatnonzero(machine != 0),
-            salt,
-            (cfg.moderate_bands, cfg.moderate_rows, cfg.bands),
-            bits,
-        ),
-    ]
-    return _candidate_pairs(np.concatenate(entries), bits, cfg.pair_window, n_new)
+    named = np.flatnonzero(machine != 0)
+    n_text = len(sig) * cfg.bands
+    entries = np.empty(n_text + len(named) * cfg.moderate_bands, dtype=np.uint64)
+    text = entries[:n_text].reshape(len(sig), cfg.bands)
+    moderate = entries[n_text:].reshape(len(named), cfg.moderate_bands)
+    _bucket_entries(sig, np.arange(len(sig)), salt, (cfg.bands, cfg.rows, 0), bits, text)
+    bands = (cfg.moderate_bands, cfg.moderate_rows, cfg.bands)
+    _bucket_entries(sig, named, salt, bands, bits, moderate)
+    return _candidate_pairs(entries, bits, cfg.pair_window, n_new)
 
 
 def _agreement(sig: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
