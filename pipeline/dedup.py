@@ -12,13 +12,13 @@ Pipeline, all columnar:
    permutations: `signatures(...)[i]` equals `MinHash.bulk(...)[i].hashvalues` for
    the same shingle hashes, seed, `num_perm` and scheme. Large arrays are worked a
    block at a time, so temporaries stay in cache and no big buffer is faulted in.
-4. LSH: band hashes, one stable polars sort by (band, band_hash) bucket to candidate
-   pairs: by text (20 × 5 bands), and among records naming a machine by text and machine
-   (16 × 3, about J >= 0.4). A pair is merged on very similar text (signature agreement >=
-   `threshold`), or on moderately similar text when machine, alarm codes, reported date and
-   the diagnosis and action columns agree; alarm codes and code-like numbers are weighed
-   (a re-typing slip does not block, another code does); damaged fields are no evidence
-   (schemas.dedup has the rule).
+4. LSH: band hashes mixed with the machine (a merge needs one machine), one numpy sort of
+   (bucket, node) integers to candidate pairs: by text (20 × 5 bands), and among records
+   naming a machine also 16 × 3 (about J >= 0.4). A pair is merged on very similar text
+   (signature agreement >= `threshold`), or on moderately similar text when machine, alarm
+   codes, reported date and the diagnosis and action columns agree; alarm codes and
+   code-like numbers are weighed (a re-typing slip does not block, another code does);
+   damaged fields are no evidence (schemas.dedup has the rule).
 5. Connected components over the verified pairs (vectorized union-find); in each
    cluster the most complete record is kept, the others are rejected with the
    record_id they duplicate. Records of a previously published index are never
