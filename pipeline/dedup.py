@@ -12,13 +12,13 @@ Pipeline, all columnar:
    permutations: `signatures(...)[i]` equals `MinHash.bulk(...)[i].hashvalues` for
    the same shingle hashes, seed, `num_perm` and scheme. Large arrays are worked a
    block at a time, so temporaries stay in cache and no big buffer is faulted in.
-4. LSH: band hashes, one stable polars sort by (band, band_hash) bucket to candidate
-   pairs: by text (20 × 5 bands), and among records naming a machine by text and machine
-   (16 × 3, about J >= 0.4). A pair is merged on very similar text (signature agreement >=
-   `threshold`), or on moderately similar text when machine, alarm codes, reported date and
-   the diagnosis and action columns agree; alarm codes and code-like numbers are weighed
-   (a re-typing slip does not block, another code does); damaged fields are no evidence
-   (schemas.dedup has the rule).
+4. LSH: band hashes mixed with the machine (a merge needs one machine), one numpy sort of
+   (bucket, node) integers to candidate pairs: by text (20 × 5 bands), and among records
+   naming a machine also 16 × 3 (about J >= 0.4). A pair is merged on very similar text
+   (signature agreement >= `threshold`), or on moderately similar text when machine, alarm
+   codes, reported date and the diagnosis and action columns agree; alarm codes and
+   code-like numbers are weighed (a re-typing slip does not block, another code does);
+   damaged fields are no evidence (schemas.dedup has the rule).
 5. Connected components over the verified pairs (vectorized union-find); in each
    cluster the most complete record is kept, the others are rejected with the
    record_id they duplicate. Records of a previously published index are never
@@ -94,6 +94,7 @@ _CHUNK_SHINGLES = 16384  # shingles per signature block
 _PERM_BLOCK = 32  # permutations at a time: 32 × 16384 uint32 = 2 MiB
 _SPAN_CHARS = 1 << 18  # code points per block of the string work
 _TILE = 8  # code points per tile of a string hash (SHINGLE_MULT[:8])
+_BAND_BLOCK = 8192  # records per block of band hashes
 
 
 def _ascii_lower(texts: pl.Series) -> pl.Series:
@@ -327,36 +328,66 @@ def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
 # ---------------------------------------------------------------- candidate pairs and clusters
 
 
-def _candidate_pairs(bh: np.ndarray, window: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
-    """Node pairs (u < v) sharing a band bucket; only pairs with at least one new node (< n_new).
+def _pair_keys(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Distinct pairs as ascending 64-bit keys u << 32 | v (a hash set, then a sort of the
+    few distinct ones: numpy's unique sorts all the repeats)."""
+    key = (u.astype(np.uint64) << _U64(32)) | v.astype(np.uint64)
+    return pl.Series(key).unique().sort().to_numpy()
 
-    A bucket is one (band, band_hash) value. Rows are made in node order, so polars' stable
-    sort by bucket leaves each bucket's nodes ascending; pairs come from the sorted arrays.
+
+def _bucket_entries(
+    sig: np.ndarray,
+    at: np.ndarray,
+    salt: np.ndarray,
+    bands: tuple[int, int, int],
+    bits: np.uint64,
+    out: np.ndarray,
+) -> None:
+    """(bucket << bits | node) of nodes `at` in each of `bands` = (count, rows, first id) LSH
+    bands, into `out` (len(at) × count): the bucket is the band hash mixed with `salt[node]`
+    and the band id, its high 64 - bits bits kept. Worked `_BAND_BLOCK` nodes at a time (the
+    temporaries stay in cache)."""
+    count, rows, first_id = bands
+    ids = np.arange(first_id, first_id + count, dtype=np.uint64) * _MIX
+    for r0 in range(0, len(at), _BAND_BLOCK):
+        block = at[r0 : r0 + _BAND_BLOCK]
+        h = band_hashes(sig[block], count, rows) ^ ids ^ salt[block, None]
+        out[r0 : r0 + _BAND_BLOCK] = ((h >> bits) << bits) | block.astype(np.uint64)[:, None]
+
+
+def _candidate_pairs(
+    packed: np.ndarray, bits: np.uint64, window: int, n_new: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Node pairs (u < v) sharing a bucket; only pairs with at least one new node (< n_new).
+
+    `packed` holds bucket << bits | node entries (`_bucket_entries`), sorted here in place:
+    each bucket's nodes come together, ascending; each member is paired with the next
+    `window`. Two buckets whose hashes share the kept high bits (rare) only add candidates,
+    which are verified.
     """
-    n, bands = bh.shape
-    if n == 0:
+    packed.sort()
+    same_next = (packed[1:] ^ packed[:-1]) >> bits == 0
+    paired = np.zeros(len(packed), dtype=bool)  # singletons dropped before any other work
+    paired[1:] = same_next
+    paired[:-1] |= same_next
+    packed = packed[paired]
+    if len(packed) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    bucket_key = bh ^ (np.arange(bands, dtype=np.uint64) * _MIX)
-    by_bucket = pl.DataFrame(
-        {"node": np.repeat(np.arange(n, dtype=np.int64), bands), "bucket": bucket_key.ravel()}
-    ).sort("bucket", maintain_order=True)
-    nodes = by_bucket.get_column("node").to_numpy()
-    keys = by_bucket.get_column("bucket").to_numpy()
+    keys = packed >> bits
+    nodes = (packed & ((_U64(1) << bits) - _U64(1))).astype(np.int64)
     first = np.concatenate(([True], keys[1:] != keys[:-1]))
-    alone = first & np.concatenate((first[1:], [True]))
-    bucket = np.cumsum(first) - 1
-    keep = (nodes[first] < n_new)[bucket] & ~alone  # a bucket's first node is its smallest
-    nodes, bucket = nodes[keep], bucket[keep]
+    bucket_of = np.cumsum(first) - 1
+    keep = (nodes[first] < n_new)[bucket_of]  # a bucket's first node is its smallest
+    nodes, bucket_of = nodes[keep], bucket_of[keep]
     us, vs = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
     for d in range(1, window + 1):
-        same = bucket[:-d] == bucket[d:]
+        same = bucket_of[:-d] == bucket_of[d:]
         if not same.any():
             break
         us.append(nodes[:-d][same])
         vs.append(nodes[d:][same])
     u, v = np.concatenate(us), np.concatenate(vs)
-    keep = u < n_new
-    key = np.unique((u[keep].astype(np.uint64) << _U64(32)) | v[keep].astype(np.uint64))
+    key = _pair_keys(u[u < n_new], v[u < n_new])
     return (key >> _U64(32)).astype(np.int64), (key & _MASK32).astype(np.int64)
 
 
@@ -364,24 +395,22 @@ def _candidates(
     sig: np.ndarray, machine: np.ndarray, n_new: int, cfg: DedupConfig
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs: by text (`bands` × `rows`, about J >= 0.55 on), and among the nodes
-    naming a machine, by text and machine (`moderate_bands` × `moderate_rows`, about J >= 0.4
-    on, buckets split by machine: the moderate rule needs the same machine)."""
-    u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)
+    naming a machine also by moderately similar text (`moderate_bands` × `moderate_rows`,
+    about J >= 0.4 on). Every merge needs equal machine hashes (`_decide`), so all buckets are
+    split by machine: a pair on two machines is never a candidate. One sort of all buckets."""
+    if len(sig) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    salt = _fmix64(machine ^ _MIX2)
+    bits = _U64(max((len(sig) - 1).bit_length(), 1))
     named = np.flatnonzero(machine != 0)
-    if len(named) == 0:
-        return u, v
-    bh = band_hashes(sig[named], cfg.moderate_bands, cfg.moderate_rows)
-    bh ^= _fmix64(machine[named] ^ _MIX2)[:, None]
-    mu, mv = _candidate_pairs(bh, cfg.pair_window, int(np.searchsorted(named, n_new)))
-    key = np.unique(
-        np.concatenate(
-            [
-                (u.astype(np.uint64) << _U64(32)) | v.astype(np.uint64),
-                (named[mu].astype(np.uint64) << _U64(32)) | named[mv].astype(np.uint64),
-            ]
-        )
-    )
-    return (key >> _U64(32)).astype(np.int64), (key & _MASK32).astype(np.int64)
+    n_text = len(sig) * cfg.bands
+    entries = np.empty(n_text + len(named) * cfg.moderate_bands, dtype=np.uint64)
+    text = entries[:n_text].reshape(len(sig), cfg.bands)
+    moderate = entries[n_text:].reshape(len(named), cfg.moderate_bands)
+    _bucket_entries(sig, np.arange(len(sig)), salt, (cfg.bands, cfg.rows, 0), bits, text)
+    bands = (cfg.moderate_bands, cfg.moderate_rows, cfg.bands)
+    _bucket_entries(sig, named, salt, bands, bits, moderate)
+    return _candidate_pairs(entries, bits, cfg.pair_window, n_new)
 
 
 def _agreement(sig: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:

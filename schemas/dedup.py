@@ -18,9 +18,9 @@ checked against old ones. It is plain integer columns, stored as Parquet:
 | `diagnosis`    | String                 | the cause column; null when absent or damaged        |
 | `action`       | String                 | the action column; null when absent or damaged       |
 
-LSH finds candidate pairs from about J 0.55 on (20 bands × 5 rows), and among records on
-one machine from about J 0.4 on (16 × 3, buckets split by machine). A candidate pair is one
-incident entered twice when either
+LSH finds candidate pairs from about J 0.55 on (20 bands × 5 rows), and among records naming
+a machine from about J 0.4 on (16 × 3); all buckets are split by machine (a merge needs one).
+A candidate pair is one incident entered twice when either
 
 - its text is very similar (signature agreement >= `threshold`), or
 - its text is moderately similar (>= `moderate_threshold`) and the records agree on the

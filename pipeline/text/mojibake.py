@@ -54,8 +54,22 @@ _CLEAN_REPAIR = re.compile(
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
-def _undo_gbk(run: str) -> str | None:
-    """`run` (UTF-8 read as GBK) decoded back, or None when the result is not clean text.
+# One broken UTF-8 sequence as surrogate-escaped bytes: a lead byte and what is left of it.
+# E3 80 (or E3 with the rest lost) begins CJK punctuation, U+3000-U+303F.
+_PUNCT_LEADS = ("\udce3", "\udce3\udc80")
+_BROKEN_CHAR = re.compile("[\udcc0-\udcff][\udc80-\udcbf]*|[\udc80-\udcbf]+")
+
+
+def _lost_content(raw: bytes) -> bool:
+    """Whether a character whose bytes are incomplete in `raw` was more than CJK punctuation
+    (`_PUNCT_LEADS`: a field's final 。 that lost its last bytes)."""
+    escaped = raw.decode("utf-8", errors="surrogateescape")
+    return any(m.group()[:2] not in _PUNCT_LEADS for m in _BROKEN_CHAR.finditer(escaped))
+
+
+def _undo_gbk(run: str) -> tuple[str, bool] | None:
+    """`run` (UTF-8 read as GBK) decoded back, and whether characters other than CJK
+    punctuation were lost (`_lost_content`); None when the result is not clean text.
 
     Bytes the first decoder could not map ("?", U+FFFD) are gone: the characters they belonged
     to are dropped, at most one per four recovered characters (more means no mojibake).
@@ -69,18 +83,20 @@ def _undo_gbk(run: str) -> str | None:
     lost = len(decoded) - len(fixed)
     if not _HAN.search(fixed) or lost > 1 + len(fixed) // 4 or not _CLEAN_REPAIR.fullmatch(fixed):
         return None
-    return fixed
+    return fixed, lost > 0 and _lost_content(raw)
 
 
-def _repair_gbk_run(match: re.Match[str]) -> str:
+def _repair_gbk_run(match: re.Match[str], lossy: list[bool]) -> str:
     """Repair a non-ASCII run whole, else piece by piece between lost-byte markers (genuine
-    Chinese may follow the mojibake); a marker after a repaired piece goes with it."""
+    Chinese may follow the mojibake); a marker after a repaired piece goes with it. Appends
+    to `lossy` whether each repair lost characters (`_undo_gbk`)."""
     run = match.group(0)
     if "锟斤拷" in run:
         return run
     whole = _undo_gbk(run)
     if whole is not None:
-        return whole
+        lossy.append(whole[1])
+        return whole[0]
     out, repaired = [], False
     for piece in re.split(r"([?\ufffd]+)", run):
         if piece and piece[0] in "?\ufffd":
@@ -88,11 +104,14 @@ def _repair_gbk_run(match: re.Match[str]) -> str:
             continue
         fixed = _undo_gbk(piece) if piece else None
         repaired = fixed is not None
-        out.append(piece if fixed is None else fixed)
+        out.append(piece if fixed is None else fixed[0])
+        lossy.append(fixed is not None and fixed[1])
     return "".join(out)
 
 
 def _fix_one(text: str, cfg: NormalizeConfig) -> tuple[str, list[str]]:
+    """The repaired text and its repair tags (`gbk_lossy` too when a GBK repair lost more
+    than punctuation)."""
     repairs: list[str] = []
     if cfg.fix_latin_mojibake and _LATIN_PROBE_RE.search(text):
         fixed = ftfy.fix_text(text, _FTFY_CONFIG)
@@ -100,10 +119,13 @@ def _fix_one(text: str, cfg: NormalizeConfig) -> tuple[str, list[str]]:
             text = fixed
             repairs.append("ftfy")
     if cfg.fix_gbk_mojibake and _GBK_PROBE_RE.search(text):
-        fixed = _NON_ASCII_RUN.sub(_repair_gbk_run, text)
+        lossy: list[bool] = []
+        fixed = _NON_ASCII_RUN.sub(lambda m: _repair_gbk_run(m, lossy), text)
         if fixed != text:
             text = fixed
             repairs.append("gbk_as_utf8")
+            if any(lossy):
+                repairs.append("gbk_lossy")
     return text, repairs
 
 

@@ -362,3 +362,30 @@ def test_empty_frame_and_missing_columns() -> None:
     assert dict(result.kept.schema) == {**INGESTED_SCHEMA, **NORMALIZED_EXTRA}
     with pytest.raises(ValueError, match="remarks"):
         normalize(frame({"symptom": "x"}).drop("remarks"), CFG)
+
+
+def gbk_export(text: str) -> str:
+    """UTF-8 read as GBK, then written back as GBK: what could not be mapped became "?"."""
+    return gbk_mojibake(text).replace("\ufffd", "?")
+
+
+def test_gbk_repair_that_drops_characters_is_tagged_lossy() -> None:
+    df = frame(
+        {"cause": gbk_export("润滑泵损坏") + "，油路堵塞"},  # odd byte count: 坏 is cut
+        {"cause": gbk_export("伺服报警") + " SV0401"},  # 警's bytes are no GBK character
+        {"cause": gbk_export("更换冷却泵电机，试机出水正常。")},  # only the final 。 is lost
+        {"cause": gbk_export("主轴") + " 过热"},  # even byte count: nothing lost
+    )
+    kept = normalize(df, CFG).kept
+    assert kept["cause"].to_list() == [
+        "润滑泵损，油路堵塞",
+        "伺服报 SV0401",
+        "更换冷却泵电机，试机出水正常",
+        "主轴 过热",
+    ]
+    assert kept["repairs"].to_list() == [
+        ["gbk_as_utf8", "gbk_lossy"],
+        ["gbk_as_utf8", "gbk_lossy"],
+        ["gbk_as_utf8"],
+        ["gbk_as_utf8"],
+    ]

@@ -14,7 +14,7 @@ from sample_data.make_samples import sample_index
 from schemas.filters import FilterConfig
 from schemas.ingest import IngestConfig
 from schemas.normalize import NormalizeConfig
-from schemas.records import PARTS
+from schemas.records import INGESTED_SCHEMA, PARTS
 from schemas.samples import TIERED_EXTRA, TierConfig
 
 SYMPTOM_ZH = "X轴快移时伺服报警SV0436,电机过热。"
@@ -256,3 +256,38 @@ def test_sample_workorders_land_in_their_tagged_tiers(sample_data):
     )
     origins = freetext.select(pl.col("part_origin").struct.unnest()).unpivot()["value"]
     assert origins.drop_nulls().str.starts_with("cue:").all()
+
+
+def test_gbk_repair_that_lost_a_character_caps_at_c_through_normalize():
+    """A GBK export of mojibake: normalize repairs it, tags a lost character, tiers cap it."""
+
+    def gbk_export(text: str) -> str:
+        return text.encode("utf-8").decode("gbk", errors="replace").replace("\ufffd", "?")
+
+    rows = [
+        {"action": gbk_export("更换润滑泵单元并疏通润滑油路。")},  # 通 and 路 are lost
+        {"action": gbk_export("更换润滑泵单元。")},  # only the final 。 is lost
+    ]
+    df = pl.DataFrame(
+        [
+            {c: None for c in INGESTED_SCHEMA}
+            | {
+                "record_id": f"r{i}",
+                "source_kind": "workorder",
+                "source_file": "orders.csv",
+                "source_row": i + 2,
+                "machine_model": "FANUC 0i-MF",
+                "symptom": SYMPTOM_ZH,
+                "cause": DIAGNOSIS_ZH,
+                "prevention": PREVENTION_ZH,
+            }
+            | row
+            for i, row in enumerate(rows)
+        ],
+        schema=INGESTED_SCHEMA,
+    )
+    normalized = normalize(df, NormalizeConfig()).kept
+    assert normalized["repairs"].to_list() == [["gbk_as_utf8", "gbk_lossy"], ["gbk_as_utf8"]]
+    tiered = assign_tiers(structure(normalized).kept).kept.sort("record_id")
+    assert tiered["tier"].to_list() == ["C", "A"]
+    assert "lossy_repair" in tiered["tier_reasons"][0].to_list()
