@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -332,8 +333,21 @@ def _candidate_pairs(bh: np.ndarray, window: int, n_new: int) -> tuple[np.ndarra
     by_bucket = pl.DataFrame(
         {"node": np.repeat(np.arange(n, dtype=np.int64), bands), "bucket": bucket_key.ravel()}
     ).sort("bucket", maintain_order=True)
-    nodes = by_bucket.get_column("node").to_numpy()
-    keys = by_bucket.get_column("bucket").to_numpy()
+    return bucket_pairs(
+        by_bucket.get_column("node").to_numpy(),
+        by_bucket.get_column("bucket").to_numpy(),
+        window,
+        n_new,
+    )
+
+
+def bucket_pairs(
+    nodes: np.ndarray, keys: np.ndarray, window: int, n_new: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs (u < v, u new) of nodes sorted by bucket `keys`, each bucket's nodes
+    ascending: each member is paired with the next `window` members of its bucket."""
+    if len(nodes) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
     first = np.concatenate(([True], keys[1:] != keys[:-1]))
     alone = first & np.concatenate((first[1:], [True]))
     bucket = np.cumsum(first) - 1
@@ -489,6 +503,22 @@ def _guard(
     return (machine[u] == machine[v]) & (nested(codes) & nested(numbers)).to_numpy()
 
 
+def verify_pairs(
+    sig: np.ndarray,
+    codes: pl.Series,
+    numbers: pl.Series,
+    machine: np.ndarray,
+    u: np.ndarray,
+    v: np.ndarray,
+    cfg: DedupConfig,
+) -> np.ndarray:
+    """Which candidate pairs (u, v) of nodes are near duplicates: signature agreement of at
+    least `threshold`, then the guard. Node attributes are indexed by node."""
+    ok = _agreement(sig, u, v) >= cfg.threshold
+    ok[ok] = _guard(codes, numbers, machine, u[ok], v[ok])
+    return ok
+
+
 def _check_index(index: pl.DataFrame, cfg: DedupConfig) -> None:
     expected = index_schema(cfg.num_perm)
     problems = [
@@ -506,18 +536,32 @@ def _check_index(index: pl.DataFrame, cfg: DedupConfig) -> None:
         )
 
 
-def dedup(
-    df: pl.DataFrame, cfg: DedupConfig, index: pl.DataFrame | None = None
-) -> tuple[StageResult, pl.DataFrame]:
-    """Remove exact and near duplicates; return the stage result and the index of kept records.
+@dataclass
+class RecordFeatures:
+    """Per-record hashes and completeness of a frame, and its nodes: the first record of each
+    distinct (content, alarm codes, machine) with some content, in row order (`is_rep`), with
+    their alarm codes, code-like numbers and MinHash signatures (`sig[:n_new]`)."""
 
-    `index` is a published corpus's dedup index (schemas.dedup.index_schema); its records
-    are never rejected, and new records duplicating one are rejected against it. The
-    returned index covers this call's kept, non-empty records only: the published
-    corpus's index is the concatenation of the old and the returned one.
-    """
-    if index is not None:
-        _check_index(index, cfg)
+    content_hash: np.ndarray
+    codes_hash: np.ndarray
+    machine_hash: np.ndarray
+    n_parts: np.ndarray
+    cause_len: np.ndarray
+    content_len: np.ndarray
+    has_codes: np.ndarray
+    is_rep: np.ndarray
+    rep_codes: list[pl.Series]
+    rep_numbers: list[pl.Series]
+    sig: np.ndarray
+    n_new: int
+
+    def keys(self) -> np.ndarray:
+        return _node_key(self.content_hash, self.codes_hash, self.machine_hash)
+
+
+def record_features(df: pl.DataFrame, cfg: DedupConfig, spare_rows: int = 0) -> RecordFeatures:
+    """Features of every record of `df`, in batches of `batch_size` (the next one normalized
+    while this one's signatures run); `sig` has `spare_rows` rows free after the nodes'."""
     n = df.height
     content_hash = np.empty(n, dtype=np.uint64)
     codes_hash = np.empty(n, dtype=np.uint64)
@@ -530,9 +574,8 @@ def dedup(
     has_codes = np.empty(n, dtype=bool)
     is_rep = np.zeros(n, dtype=bool)
     seen = np.empty(0, dtype=np.uint64)  # node keys of earlier batches, ascending
-    old = index if index is not None else pl.DataFrame(schema=index_schema(cfg.num_perm))
-    # new nodes' signatures, then the old index's; pages are touched only where written
-    sig = np.empty((n + old.height, cfg.num_perm), dtype=np.uint32)
+    # new nodes' signatures, then `spare_rows`; pages are touched only where written
+    sig = np.empty((n + spare_rows, cfg.num_perm), dtype=np.uint32)
     n_new = 0
     starts = range(0, n, cfg.batch_size)
     batch_features = _prefetched(lambda lo: _features(df.slice(lo, cfg.batch_size), cfg), starts)
@@ -558,6 +601,90 @@ def dedup(
         _text_signatures(f["cps"], f["starts"][rep], f["lengths"][rep], cfg, out)
         n_new += n_rep
 
+    return RecordFeatures(
+        content_hash,
+        codes_hash,
+        machine_hash,
+        n_parts,
+        cause_len,
+        content_len,
+        has_codes,
+        is_rep,
+        rep_codes,
+        rep_numbers,
+        sig,
+        n_new,
+    )
+
+
+def decide(rec: pl.DataFrame, old_nodes: pl.DataFrame) -> pl.DataFrame:
+    """Keep the most complete record of each cluster; reject the others against it, or against
+    the smallest published record of the cluster (`old_nodes`: old_id, content_hash, cluster).
+
+    `rec` has row, record_id, content_hash, n_parts, has_codes, cause_len, content_len, node
+    and cluster per record with content. Returns row, node, `_duplicate_of` and `_reason`
+    (null for a kept record) per record.
+    """
+    anchors = old_nodes.group_by("cluster").agg(pl.col("old_id").min().alias("anchor"))
+    exact_old = old_nodes.group_by("cluster", "content_hash").agg(
+        pl.col("old_id").min().alias("exact_old")
+    )
+    rec = (
+        rec.join(anchors, on="cluster", how="left")
+        .join(exact_old, on=["cluster", "content_hash"], how="left")
+        .sort(
+            ["cluster", "n_parts", "has_codes", "cause_len", "content_len", "record_id"],
+            descending=[False, True, True, True, True, False],
+        )
+        .with_columns(
+            pl.col("row").first().over("cluster").alias("best_row"),
+            pl.col("record_id").first().over("cluster").alias("best_id"),
+            pl.col("content_hash").first().over("cluster").alias("best_hash"),
+        )
+    )
+    to_old = pl.col("anchor").is_not_null()
+    decided = rec.select(
+        "row",
+        "node",
+        pl.when(to_old)
+        .then(pl.coalesce("exact_old", "anchor"))
+        .when(pl.col("row") != pl.col("best_row"))
+        .then(pl.col("best_id"))
+        .alias("_duplicate_of"),
+        pl.when(to_old)
+        .then(pl.when(pl.col("exact_old").is_not_null()).then(pl.lit("exact_dup")))
+        .when(pl.col("row") != pl.col("best_row"))
+        .then(pl.when(pl.col("content_hash") == pl.col("best_hash")).then(pl.lit("exact_dup")))
+        .otherwise(pl.lit(None, dtype=pl.String))
+        .alias("_reason"),
+    ).with_columns(
+        pl.when(pl.col("_duplicate_of").is_not_null())
+        .then(pl.col("_reason").fill_null("near_dup"))
+        .alias("_reason")
+    )
+    return decided
+
+
+def dedup(
+    df: pl.DataFrame, cfg: DedupConfig, index: pl.DataFrame | None = None
+) -> tuple[StageResult, pl.DataFrame]:
+    """Remove exact and near duplicates; return the stage result and the index of kept records.
+
+    `index` is a published corpus's dedup index (schemas.dedup.index_schema); its records
+    are never rejected, and new records duplicating one are rejected against it. The
+    returned index covers this call's kept, non-empty records only: the published
+    corpus's index is the concatenation of the old and the returned one.
+    """
+    if index is not None:
+        _check_index(index, cfg)
+    old = index if index is not None else pl.DataFrame(schema=index_schema(cfg.num_perm))
+    f = record_features(df, cfg, old.height)
+    n, n_new, sig = df.height, f.n_new, f.sig
+    content_hash, codes_hash, machine_hash = f.content_hash, f.codes_hash, f.machine_hash
+    is_rep = f.is_rep
+    rep_codes, rep_numbers = f.rep_codes, f.rep_numbers
+    n_parts, cause_len, content_len, has_codes = f.n_parts, f.cause_len, f.content_len, f.has_codes
+
     # nodes: distinct (content, alarm codes) of the new records, then the old index's records
     rep_rows = np.flatnonzero(is_rep)
     sig = sig[: n_new + old.height]
@@ -575,10 +702,8 @@ def dedup(
 
     # near-duplicate edges, verified; exact edges to the old index
     u, v = _candidate_pairs(band_hashes(sig, cfg.bands, cfg.rows), cfg.pair_window, n_new)
-    similar = _agreement(sig, u, v) >= cfg.threshold
     n_candidates = len(u)
-    u, v = u[similar], v[similar]
-    ok = _guard(node_codes, node_numbers, node_machine, u, v)
+    ok = verify_pairs(sig, node_codes, node_numbers, node_machine, u, v, cfg)
     u, v = u[ok], v[ok]
     near_pairs = len(u)
     if old.height:
@@ -621,43 +746,7 @@ def dedup(
             "cluster": labels[n_new:],
         }
     )
-    anchors = old_nodes.group_by("cluster").agg(pl.col("old_id").min().alias("anchor"))
-    exact_old = old_nodes.group_by("cluster", "content_hash").agg(
-        pl.col("old_id").min().alias("exact_old")
-    )
-    rec = (
-        rec.join(anchors, on="cluster", how="left")
-        .join(exact_old, on=["cluster", "content_hash"], how="left")
-        .sort(
-            ["cluster", "n_parts", "has_codes", "cause_len", "content_len", "record_id"],
-            descending=[False, True, True, True, True, False],
-        )
-        .with_columns(
-            pl.col("row").first().over("cluster").alias("best_row"),
-            pl.col("record_id").first().over("cluster").alias("best_id"),
-            pl.col("content_hash").first().over("cluster").alias("best_hash"),
-        )
-    )
-    to_old = pl.col("anchor").is_not_null()
-    decided = rec.select(
-        "row",
-        "node",
-        pl.when(to_old)
-        .then(pl.coalesce("exact_old", "anchor"))
-        .when(pl.col("row") != pl.col("best_row"))
-        .then(pl.col("best_id"))
-        .alias("_duplicate_of"),
-        pl.when(to_old)
-        .then(pl.when(pl.col("exact_old").is_not_null()).then(pl.lit("exact_dup")))
-        .when(pl.col("row") != pl.col("best_row"))
-        .then(pl.when(pl.col("content_hash") == pl.col("best_hash")).then(pl.lit("exact_dup")))
-        .otherwise(pl.lit(None, dtype=pl.String))
-        .alias("_reason"),
-    ).with_columns(
-        pl.when(pl.col("_duplicate_of").is_not_null())
-        .then(pl.col("_reason").fill_null("near_dup"))
-        .alias("_reason")
-    )
+    decided = decide(rec, old_nodes)
     rejected_rows = decided.filter(pl.col("_reason").is_not_null()).sort("row")
     kept_rows = decided.filter(pl.col("_reason").is_null()).sort("row")
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from schemas.alarm_logs import AlarmLogsConfig
 from schemas.dedup import DedupConfig
+from schemas.execution import ExecutionConfig
 from schemas.filters import FilterConfig
 from schemas.ingest import IngestConfig
 from schemas.manuals import ManualsConfig
@@ -52,10 +53,13 @@ class PipelineConfig(BaseModel):
     tokens: TokenizerConfig = TokenizerConfig()
     plan: PlanConfig = PlanConfig()
     publish: PublishConfig = PublishConfig()
+    execution: ExecutionConfig = ExecutionConfig()
 
     def config_hash(self) -> str:
-        """Stable hash of the effective configuration (defaults included)."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        """Stable hash of the effective configuration (defaults included); `execution` is
+        left out: it decides where the work runs, not what it gives."""
+        data = self.model_dump(mode="json", exclude={"execution"})
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
