@@ -320,6 +320,11 @@ def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
 # ---------------------------------------------------------------- candidate pairs and clusters
 
 
+def bucket_keys(bh: np.ndarray) -> np.ndarray:
+    """LSH bucket of each (node, band): the band hash made distinct per band."""
+    return bh ^ (np.arange(bh.shape[1], dtype=np.uint64) * _MIX)
+
+
 def _candidate_pairs(bh: np.ndarray, window: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
     """Node pairs (u < v) sharing a band bucket; only pairs with at least one new node (< n_new).
 
@@ -329,7 +334,7 @@ def _candidate_pairs(bh: np.ndarray, window: int, n_new: int) -> tuple[np.ndarra
     n, bands = bh.shape
     if n == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    bucket_key = bh ^ (np.arange(bands, dtype=np.uint64) * _MIX)
+    bucket_key = bucket_keys(bh)
     by_bucket = pl.DataFrame(
         {"node": np.repeat(np.arange(n, dtype=np.int64), bands), "bucket": bucket_key.ravel()}
     ).sort("bucket", maintain_order=True)
@@ -782,3 +787,12 @@ def dedup(
         verified_pairs=int(near_pairs),
     )
     return result, new_index
+
+
+# ---------------------------------------------------------------- entry points of the sharded path
+# pipeline.dedup_shards runs the same stage over shards; it calls these (and record_features,
+# band_hashes, bucket_keys, bucket_pairs, verify_pairs, decide) so both paths decide alike.
+check_index = _check_index
+components = _components
+node_key = _node_key
+set_hashes = _set_hashes

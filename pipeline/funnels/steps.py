@@ -1,18 +1,24 @@
 """Funnel steps by name, and how to run one: inputs and outputs are Parquet paths.
 
-A step is a plain function `(cfg, frames, params) -> {stage: StageResult}`. `execute_step`
-loads its input frames, runs it and saves every stage result under `work/<key>/`; a `Runner`
-decides where that happens (in this process, or as a cached Prefect task in `flows/`).
+A step is a plain function `(cfg, frames, params) -> {label: StageResult}` (or an iterator
+of `(label, StageResult)` pairs, saved as they come: a step that streams a large file writes
+one part at a time). A label is a stage name, or `part/stage` for one part of a file.
+`execute_step` loads its input frames, runs it and saves every result under `work/<key>/`; a
+`Runner` decides where that happens (in this process, or as cached Prefect tasks in `flows/`,
+on threads or on a Dask cluster). `Runner.map` runs independent steps (one per shard) at once
+where the runner can.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import polars as pl
 
+from pipeline import dedup_shards
 from pipeline.funnels import alarm_logs, manuals, workorders
 from pipeline.funnels.stage_files import save_stage
 from pipeline.stage import StageResult
@@ -20,12 +26,33 @@ from schemas.config import PipelineConfig
 from schemas.manifest import StageOutput
 
 Frames = dict[str, pl.DataFrame | None]
-Step = Callable[[PipelineConfig, Frames, dict[str, Any]], dict[str, StageResult]]
+Results = dict[str, StageResult] | Iterable[tuple[str, StageResult]]
+Step = Callable[[PipelineConfig, Frames, dict[str, Any]], Results]
 
 STEPS: dict[str, Step] = {
     "workorders.ingest": lambda cfg, f, p: workorders.ingest(Path(p["path"]), Path(p["root"]), cfg),
     "workorders.clean": lambda cfg, f, p: workorders.clean(f["ingested"], cfg, p["names"]),
     "workorders.corpus": lambda cfg, f, p: workorders.corpus(f["filtered"], cfg, f["index"]),
+    "workorders.samples": lambda cfg, f, p: workorders.samples(f["kept"], cfg),
+    "dedup.features": lambda cfg, f, p: dedup_shards.features_step(f["records"], cfg.dedup),
+    "dedup.bands": lambda cfg, f, p: dedup_shards.bands_step(f["nodes"], f["ids"], cfg.dedup),
+    "dedup.pairs": lambda cfg, f, p: dedup_shards.pairs_step(f["band"], p["n_new"], cfg.dedup),
+    "dedup.pair_sides": lambda cfg, f, p: dedup_shards.pair_sides_step(
+        f["nodes"], f["ids"], f["pairs"], p["starts"]
+    ),
+    "dedup.verify": lambda cfg, f, p: dedup_shards.verify_step(
+        f["nodes"], f["ids"], f["sides"], cfg.dedup
+    ),
+    "dedup.apply": lambda cfg, f, p: dedup_shards.apply_step(
+        f["frame"],
+        f["features"],
+        f["nodes"],
+        f["ids"],
+        f["decisions"],
+        f["foreign"],
+        cfg.dedup,
+        p["counters"],
+    ),
     "manuals.parse": lambda cfg, f, p: manuals.parse(
         Path(p["path"]), p["source"], Path(p["root"]), cfg
     ),
@@ -39,10 +66,24 @@ STEPS: dict[str, Step] = {
 }
 
 
+@dataclass(frozen=True)
+class Call:
+    """One step to run: its name, cache key, input Parquet paths and parameters."""
+
+    step: str
+    key: str
+    inputs: dict[str, list[str]]
+    params: dict[str, Any]
+
+
 class Runner(Protocol):
     def __call__(
         self, step: str, key: str, inputs: dict[str, list[str]], params: dict[str, Any]
     ) -> dict[str, StageOutput]: ...
+
+    def map(self, calls: Sequence[Call]) -> list[dict[str, StageOutput]]:
+        """Run independent steps (concurrently where the runner can); results in call order."""
+        ...
 
 
 def execute_step(
@@ -61,15 +102,31 @@ def execute_step(
         for name, paths in inputs.items()
     }
     results = STEPS[step](cfg, frames, params)
-    return {stage: save_stage(r, stage, Path(work) / key) for stage, r in results.items()}
+    del frames
+    pairs = results.items() if isinstance(results, dict) else results
+    saved = {}
+    for label, result in pairs:
+        part, _, stage = label.rpartition("/")
+        saved[label] = save_stage(result, stage, Path(work) / key / part)
+    return saved
+
+
+@dataclass(frozen=True)
+class InProcess:
+    """Run each step here and now, one after the other (the embedded default)."""
+
+    work: Path
+    cfg: PipelineConfig
+
+    def __call__(
+        self, step: str, key: str, inputs: dict[str, list[str]], params: dict[str, Any]
+    ) -> dict[str, StageOutput]:
+        return execute_step(step, key, inputs, params, str(self.work), self.cfg)
+
+    def map(self, calls: Sequence[Call]) -> list[dict[str, StageOutput]]:
+        return [self(c.step, c.key, c.inputs, c.params) for c in calls]
 
 
 def in_process(work: Path, cfg: PipelineConfig) -> Runner:
     """Run each step here and now (the embedded default)."""
-
-    def run(
-        step: str, key: str, inputs: dict[str, list[str]], params: dict[str, Any]
-    ) -> dict[str, StageOutput]:
-        return execute_step(step, key, inputs, params, str(work), cfg)
-
-    return run
+    return InProcess(work, cfg)
