@@ -54,6 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--manuals",
         help="clean-fault-logs: manuals whose fault-code tables explain the incidents",
     )
+    where = run.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        type=int,
+        help="run the steps on a local Dask cluster of N worker processes (default: in-process)",
+    )
+    where.add_argument(
+        "--dask-address", help="run the steps on an existing Dask cluster, e.g. tcp://host:8786"
+    )
     served = sub.add_parser(
         "serve", help="serve the four flows as Prefect deployments (refresh-corpus nightly)"
     )
@@ -84,11 +93,16 @@ def main(argv: list[str] | None = None) -> int:
         return memory_cli.run(args)
     try:
         if args.command == "run":
-            load_config(args.config)  # fail here, in one line, before Prefect starts
+            from flows.tasks import with_execution
+
+            # fail here, in one line, before Prefect starts
+            with_execution(load_config(args.config), args.workers, args.dask_address)
             _check_paths(args)
             _ensure_prefect_home()
             flow = _load_flow(args.flow)
             extra = {"manuals": args.manuals} if args.manuals else {}
+            if args.workers is not None or args.dask_address:
+                extra |= {"workers": args.workers, "dask_address": args.dask_address}
             flow(input=args.input, out=args.out, config=args.config, **extra)
         elif args.command == "serve":
             load_config(args.config)

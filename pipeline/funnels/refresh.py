@@ -18,9 +18,10 @@ import polars as pl
 from pipeline.funnels import alarm_logs, manuals, workorders
 from pipeline.funnels.incremental import FilePlan, carried_published, carried_rows, plan_files
 from pipeline.funnels.keys import code_fingerprint, code_version, step_key
+from pipeline.funnels.sharded_dedup import dedup_shards
 from pipeline.funnels.snapshot import Published, SourceRun, empty_sft, publish_snapshot
 from pipeline.funnels.stage_files import load_state
-from pipeline.funnels.steps import Runner, in_process
+from pipeline.funnels.steps import Call, Runner, in_process
 from pipeline.ingest.alarm_logs import alarm_log_files
 from pipeline.ingest.manuals import manual_files
 from pipeline.ingest.workorders import discover_files
@@ -113,51 +114,76 @@ def _ledger(run: _Run, plan: FilePlan, outputs: list[StageOutput]) -> list[pl.Da
 
 
 def _workorders(run: _Run, folder: Path, root: Path) -> SourceRun:
+    """Ingest each new or changed file in shards, clean each shard, dedup over the shards,
+    then structure, tier and render each shard; shards run concurrently where the runner can."""
     plan = plan_files(workorders.KIND, discover_files(folder, run.cfg.ingest), root, run.state)
     todo = plan.refresh
-    ingested = {}
-    for path in todo.to_process:
-        key = step_key("workorders.ingest", path, plan.sha256[path], *run.base[:2])
-        params = {"path": str(plan.files[path]), "root": str(root)}
-        ingested[key] = run.runner("workorders.ingest", key, {}, params)["ingest"]
-    names = workorders.technicians(
-        pl.concat(
-            [pl.DataFrame(schema={"technician": pl.String})]
-            + [pl.read_parquet(o.kept, columns=["technician"]) for o in ingested.values()]
+    shard_rows = str(run.cfg.execution.shard_rows)
+    calls = [
+        Call(
+            "workorders.ingest",
+            step_key("workorders.ingest", path, plan.sha256[path], shard_rows, *run.base[:2]),
+            {},
+            {"path": str(plan.files[path]), "root": str(root)},
+        )
+        for path in todo.to_process
+    ]
+    files = run.runner.map(calls)
+    ingested = [o for outs in files for o in outs.values()]  # shards, in file and row order
+    names = sorted(
+        set().union(
+            *(
+                workorders.technicians(pl.read_parquet(o.kept, columns=["technician"]))
+                for o in ingested
+            )
         )
     )
-    outputs: list[StageOutput] = list(ingested.values())
-    filtered, clean_keys = [], []
-    for key, out in ingested.items():
-        clean_key = step_key("workorders.clean", key, *names)
-        cleaned = run.runner(
-            "workorders.clean", clean_key, {"ingested": [out.kept]}, {"names": names}
-        )
-        outputs += cleaned.values()
-        filtered.append(cleaned["filter"].kept)
-        clean_keys.append(clean_key)
+    cleaned = run.runner.map(
+        [
+            Call(
+                "workorders.clean",
+                step_key("workorders.clean", o.kept, *names),
+                {"ingested": [o.kept]},
+                {"names": names},
+            )
+            for o in ingested
+        ]
+    )
+    outputs: list[StageOutput] = ingested + [o for c in cleaned for o in c.values()]
     index = carried_rows(run.state, "dedup_index", todo.unchanged)
     source = SourceRun(
         workorders.KIND,
         workorders.STAGE_ORDER,
         todo,
         carries_published=True,
-        state={"dedup_index": index} if index is not None else {},
+        state={"dedup_index": [index]} if index is not None else {},
     )
-    if filtered:
-        key = step_key("workorders.corpus", *clean_keys, *todo.unchanged, *run.base)
-        inputs = {
-            "filtered": filtered,
-            "index": [run.save("carried_dedup_index", index)] if index is not None else [],
+    if ingested:
+        previous = index.drop("source_file") if index is not None else None
+        filtered = [c["filter"].kept for c in cleaned]
+        base = (*todo.unchanged, *run.base)
+        deduped = dedup_shards(run.runner, run.work, filtered, previous, run.cfg, base)
+        samples = run.runner.map(
+            [
+                Call(
+                    "workorders.samples",
+                    step_key("workorders.samples", d.kept),
+                    {"kept": [d.kept]},
+                    {},
+                )
+                for d in deduped
+            ]
+        )
+        outputs += deduped + [o for s in samples for o in s.values()]
+        source.sft = [s["render"].kept for s in samples]
+        source.state = {
+            "dedup_index": [
+                *([index] if index is not None else []),
+                *(d.state["index"] for d in deduped),
+            ]
         }
-        corpus = run.runner("workorders.corpus", key, inputs, {})
-        outputs += corpus.values()
-        source.sft = [corpus["render"].kept]
-        new_index = load_state([corpus["dedup"]], "index")
-        parts = [f for f in (index, new_index) if f is not None]
-        source.state = {"dedup_index": pl.concat(parts, how="vertical_relaxed").sort("record_id")}
     source.outputs = outputs
-    source.ledger = _ledger(run, plan, list(ingested.values()))
+    source.ledger = _ledger(run, plan, [o for o in ingested if "ledger" in o.state])
     return source
 
 

@@ -3,6 +3,7 @@ unchanged files, counts, plan, manifest and report, published atomically in one 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,7 +11,6 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.funnels.incremental import carried_published, carried_rows
-from pipeline.funnels.stage_files import load_rejects
 from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_counts, funnel
 from pipeline.plan import plan_snapshot
 from pipeline.publish import SnapshotWriter, new_snapshot_id
@@ -31,7 +31,8 @@ class SourceRun:
     outputs: list[StageOutput] = field(default_factory=list)  # counted in the SFT funnel
     sft: list[str] = field(default_factory=list)  # rendered samples
     ledger: list[pl.DataFrame] = field(default_factory=list)  # rows of every current file
-    state: dict[str, pl.DataFrame] = field(default_factory=dict)  # read by the next refresh
+    # read by the next refresh; a list is written part after part (frames or Parquet paths)
+    state: dict[str, pl.DataFrame | list[pl.DataFrame | str]] = field(default_factory=dict)
     tables: dict[str, str] = field(default_factory=dict)  # pretrain, fault_codes
     side_rejects: list[pl.DataFrame] = field(default_factory=list)  # outside the SFT funnel
     sources: dict[str, dict[str, int]] = field(default_factory=dict)  # manifest.sources
@@ -80,31 +81,19 @@ def publish_snapshot(
 ) -> Published:
     """Assemble this refresh's parts with the rows it carries over, and publish one snapshot."""
     carrying = [r for r in runs if r.carries_published]
-    sft = (
-        pl.concat(
-            [
-                empty_sft(),
-                *carried_samples(runs, previous),
-                *(pl.read_parquet(p) for r in runs for p in r.sft),
-            ],
-            how="diagonal_relaxed",
-        )
-        .pipe(as_sft_rows)
-        .sort("source_kind", "source_file", "source_row")
-    )
+    sft_pieces = [
+        *(_frame_piece(f) for f in carried_samples(runs, previous)),
+        *(_path_piece(p) for r in runs for p in r.sft),
+    ]
     previous_rejects = [
         carried_published(previous, "rejects", r.kind, r.plan.unchanged) for r in carrying
     ]
-    funnel_rejects = pl.concat(
-        [
-            load_rejects([o for r in runs for o in r.outputs]),
-            *(f for f in previous_rejects if f is not None),
-        ],
-        how="vertical_relaxed",
-    )
-    rejects = pl.concat(
-        [funnel_rejects, *(f for r in runs for f in r.side_rejects)], how="vertical_relaxed"
-    ).sort("source_kind", "source_file", "source_row", "stage", "record_id")
+    funnel_pieces = [
+        *(_path_piece(o.rejected) for r in runs for o in r.outputs),
+        *(_frame_piece(f) for f in previous_rejects if f is not None),
+    ]
+    side_pieces = [_frame_piece(f) for r in runs for f in r.side_rejects]
+    n_funnel_rejects = sum(p.rows for p in funnel_pieces if p is not None)
     previous_counts = [carried_rows(state, "counts", r.plan.unchanged) for r in carrying]
     counts_long = pl.concat(
         [
@@ -124,7 +113,12 @@ def publish_snapshot(
                 for o in r.outputs
             ),
         ]
-    ).sort("source_kind", "source_file", "stage", "outcome")
+    )
+    counts_long = (
+        counts_long.group_by("source_kind", "source_file", "stage", "outcome")
+        .agg(pl.col("rows").sum())
+        .sort("source_kind", "source_file", "stage", "outcome")
+    )
     stages = funnel(counts_long, {r.kind: list(r.stage_order) for r in runs if r.stage_order})
     by_reason: dict[str, int] = {}
     for c in stages.values():
@@ -132,8 +126,8 @@ def publish_snapshot(
             by_reason[reason] = by_reason.get(reason, 0) + n
     counts = Counts(
         read=sum(c.read for k, c in stages.items() if k.endswith("/ingest")),
-        kept=sft.height,
-        rejected=funnel_rejects.height,
+        kept=sum(p.rows for p in sft_pieces if p is not None),
+        rejected=n_funnel_rejects,
         by_reason=dict(sorted(by_reason.items())),
         stages=stages,
     )
@@ -150,12 +144,25 @@ def publish_snapshot(
         removed=sorted(p for r in runs for p in r.plan.removed),
     )
     with SnapshotWriter(out, cfg.publish, new_snapshot_id()) as writer:
-        writer.write_table("sft", sft, arrow.SFT, partition_by="tier")
+        tokens: list[pl.DataFrame] = [
+            pl.DataFrame(schema={"tier": pl.String, "n_tokens": pl.Int64})
+        ]
+
+        def sft_chunks() -> Iterator[pl.DataFrame]:
+            for chunk in sorted_chunks(sft_pieces, SFT_ORDER):
+                rows = as_sft_rows(chunk)
+                tokens.append(rows.select("tier", pl.col("n_tokens").cast(pl.Int64)))
+                yield rows
+
+        writer.write_stream("sft", sft_chunks(), arrow.SFT, partition_by="tier")
+        sft = pl.concat(tokens)
         if pretrain is not None:
             writer.write_table("pretrain", pretrain, arrow.PRETRAIN)
         if "fault_codes" in tables:
             writer.write_table("fault_codes", tables["fault_codes"], arrow.FAULT_CODES)
-        writer.write_table("rejects", rejects, arrow.REJECTS)
+        writer.write_stream(
+            "rejects", sorted_chunks(funnel_pieces + side_pieces, REJECT_ORDER), arrow.REJECTS
+        )
         plan = plan_snapshot(sft, pretrain, cfg.plan)
         writer.write_json("plan.json", plan.model_dump(mode="json"))
         writer.write_state("ledger", ledger)
@@ -176,12 +183,71 @@ def publish_snapshot(
             outputs=writer.outputs,
         )
         pretrain_tokens = pretrain["n_tokens"] if pretrain is not None else None
-        report = render_report(manifest, plan, sft.select("tier", "n_tokens"), pretrain_tokens)
+        report = render_report(manifest, plan, sft, pretrain_tokens)
         writer.write_text("report.html", report)
         manifest = manifest.model_copy(update={"outputs": writer.outputs})
         path = writer.commit(manifest)
     tiers = sft.group_by("tier").len().sort("tier")
     return Published(path, manifest, plan, dict(zip(tiers["tier"], tiers["len"], strict=True)))
+
+
+SFT_ORDER = ("source_kind", "source_file", "source_row")
+REJECT_ORDER = (*SFT_ORDER, "stage", "record_id")
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """Rows to publish in one sort order, loaded only when written: their first and last
+    (kind, file, row) and their count."""
+
+    first: tuple
+    last: tuple
+    rows: int
+    load: Callable[[], pl.DataFrame]
+
+
+def _bounds(keys: pl.DataFrame) -> tuple[tuple, tuple]:
+    ordered = keys.select(
+        pl.col("source_kind").fill_null(""),
+        pl.col("source_file").fill_null(""),
+        pl.col("source_row").fill_null(-1),
+    ).sort(SFT_ORDER)
+    return ordered.row(0), ordered.row(-1)
+
+
+def _frame_piece(frame: pl.DataFrame) -> _Piece | None:
+    if frame.height == 0:
+        return None
+    return _Piece(*_bounds(frame.select(SFT_ORDER)), frame.height, lambda: frame)
+
+
+def _path_piece(path: str) -> _Piece | None:
+    keys = pl.read_parquet(path, columns=list(SFT_ORDER))
+    if keys.height == 0:
+        return None
+    return _Piece(*_bounds(keys), keys.height, lambda: pl.read_parquet(path))
+
+
+def sorted_chunks(pieces: list[_Piece | None], order: tuple[str, ...]) -> Iterator[pl.DataFrame]:
+    """The pieces' rows sorted by `order`, a chunk at a time: pieces whose (kind, file, row)
+    ranges overlap are loaded and sorted together; the others one by one, in order. Shards of
+    one file's row ranges (and each carried file) stay apart, so a chunk is about a shard."""
+    group: list[_Piece] = []
+    last: tuple = ()
+
+    def flush() -> pl.DataFrame:
+        return pl.concat([p.load() for p in group], how="diagonal_relaxed").sort(
+            order, maintain_order=True
+        )
+
+    for piece in sorted((p for p in pieces if p is not None), key=lambda p: (p.first, p.last)):
+        if group and piece.first > last:
+            yield flush()
+            group = []
+        group.append(piece)
+        last = max(last, piece.last) if len(group) > 1 else piece.last
+    if group:
+        yield flush()
 
 
 def no_samples_reason(manifest: Manifest) -> str | None:

@@ -32,7 +32,6 @@ Step = Callable[[PipelineConfig, Frames, dict[str, Any]], Results]
 STEPS: dict[str, Step] = {
     "workorders.ingest": lambda cfg, f, p: workorders.ingest(Path(p["path"]), Path(p["root"]), cfg),
     "workorders.clean": lambda cfg, f, p: workorders.clean(f["ingested"], cfg, p["names"]),
-    "workorders.corpus": lambda cfg, f, p: workorders.corpus(f["filtered"], cfg, f["index"]),
     "workorders.samples": lambda cfg, f, p: workorders.samples(f["kept"], cfg),
     "dedup.features": lambda cfg, f, p: dedup_shards.features_step(f["records"], cfg.dedup),
     "dedup.bands": lambda cfg, f, p: dedup_shards.bands_step(f["nodes"], f["ids"], cfg.dedup),

@@ -1,19 +1,20 @@
 """The work-order funnel.
 
-Per file:        ingest -> normalize -> filter
-Over the run:    dedup (against the published index) -> structure -> tiers -> render
+Per shard (a file, or a row range of a large one):   ingest -> normalize -> filter
+Over the run, in steps (pipeline/dedup_shards.py):   dedup (against the published index)
+Per shard:                                           structure -> tiers -> render
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 
-from pipeline.dedup import dedup
 from pipeline.filters import apply_filters
-from pipeline.ingest.workorders import read_workorder_file
+from pipeline.ingest.workorders import read_workorder_parts
 from pipeline.ledger import ledger_row
 from pipeline.messages import render_messages
 from pipeline.normalize import normalize
@@ -24,6 +25,7 @@ from pipeline.tokens import count_tokens
 from schemas.config import PipelineConfig
 from schemas.records import INGESTED_SCHEMA, NORMALIZED_EXTRA, PARTS, WORKORDER_FIELDS
 
+T = TypeVar("T")
 KIND = "workorder"
 STAGE_ORDER = ("ingest", "normalize", "filter", "dedup", "structure", "tiers", "render")
 
@@ -43,20 +45,6 @@ def normalize_stage(names: Sequence[str]) -> Stage:
 FILTER = Stage(
     "filter", needs=_NORMALIZED, adds=(), fn=lambda df, cfg: apply_filters(df, cfg.filters)
 )
-
-
-def dedup_stage(index: pl.DataFrame | None) -> Stage:
-    """Exact and near duplicates, also against `index` (the published corpus's records, with
-    their `source_file`); the result's state holds the index of this run's kept records."""
-    previous = index.drop("source_file") if index is not None else None
-
-    def run(df: pl.DataFrame, cfg: PipelineConfig) -> StageResult:
-        result, new_index = dedup(df, cfg.dedup, previous)
-        files = result.kept.select("record_id", "source_file")
-        state = {"index": new_index.join(files, on="record_id")}
-        return StageResult(result.kept, result.rejected, result.counters, state)
-
-    return Stage("dedup", needs=_NORMALIZED, adds=(), fn=run)
 
 
 STRUCTURE = Stage(
@@ -82,14 +70,34 @@ def _render(df: pl.DataFrame, cfg: PipelineConfig) -> StageResult:
 RENDER = Stage("render", needs=PARTS, adds=("messages", "n_tokens"), fn=_render)
 
 
-def ingest(path: Path, root: Path, cfg: PipelineConfig) -> dict[str, StageResult]:
-    """Read one export; the result's state holds the file's ledger row."""
-    read = read_workorder_file(path, root, cfg.ingest)
-    ledger = ledger_row(read.path, KIND, read.bytes, read.sha256, read.encoding, read.rows)
-    result = read.result
-    return {
-        "ingest": StageResult(result.kept, result.rejected, result.counters, {"ledger": ledger})
-    }
+def ingest(path: Path, root: Path, cfg: PipelineConfig) -> Iterator[tuple[str, StageResult]]:
+    """Read one export in shards of `execution.shard_rows` records (`part-<n>/ingest`, one
+    at a time); the last part's state holds the file's ledger row."""
+    rows = 0
+    parts = read_workorder_parts(path, root, cfg.ingest, cfg.execution.shard_rows)
+    for n, (read, last) in enumerate(_with_last(parts)):
+        rows += read.rows
+        result = read.result
+        state = (
+            {"ledger": ledger_row(read.path, KIND, read.bytes, read.sha256, read.encoding, rows)}
+            if last
+            else {}
+        )
+        yield (
+            f"part-{n:05d}/ingest",
+            StageResult(result.kept, result.rejected, result.counters, state),
+        )
+
+
+def _with_last(items: Iterator[T]) -> Iterator[tuple[T, bool]]:
+    """Each item, and whether it is the last one."""
+    previous, has = None, False
+    for item in items:
+        if has:
+            yield previous, False
+        previous, has = item, True
+    if has:
+        yield previous, True
 
 
 def clean(frame: pl.DataFrame, cfg: PipelineConfig, names: Sequence[str]) -> dict[str, StageResult]:
@@ -97,11 +105,9 @@ def clean(frame: pl.DataFrame, cfg: PipelineConfig, names: Sequence[str]) -> dic
     return run_stages([normalize_stage(names), FILTER], frame, cfg)
 
 
-def corpus(
-    frame: pl.DataFrame, cfg: PipelineConfig, index: pl.DataFrame | None
-) -> dict[str, StageResult]:
-    """The stages over all files processed in this run."""
-    return run_stages([dedup_stage(index), STRUCTURE, TIERS, RENDER], frame, cfg)
+def samples(frame: pl.DataFrame, cfg: PipelineConfig) -> dict[str, StageResult]:
+    """The per-shard stages after dedup."""
+    return run_stages([STRUCTURE, TIERS, RENDER], frame, cfg)
 
 
 def technicians(ingested: pl.DataFrame) -> list[str]:

@@ -15,6 +15,7 @@ import io
 import json
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +75,15 @@ def source_for(rel_path: str, cfg: IngestConfig) -> SourceMapping:
 
 def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
     """Read one export. Raises IngestError for a file that cannot be read at all."""
+    return next(read_workorder_parts(path, root, cfg, None))
+
+
+def read_workorder_parts(
+    path: Path, root: Path, cfg: IngestConfig, part_rows: int | None
+) -> Iterator[FileRead]:
+    """Read one export in parts of at most `part_rows` CSV records (None: one part), in
+    order, parsing as it goes: a large export never holds all its rows at once. Spreadsheets,
+    JSON and sources that fill cells down come as one part. Each part's `rows` are its own."""
     rel = relative_path(path, root)
     source = source_for(rel, cfg)
     try:
@@ -81,39 +91,45 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
     except OSError as exc:
         raise IngestError(f"{path}: cannot read: {exc.strerror}") from exc
     fmt = _format_of(path, source)
+    size, sha256 = len(data), sha256_bytes(data)
+    parts: Iterable[tuple[pl.DataFrame, list[int] | None, list[_BadRow]]]
     if fmt == "xlsx":
         encoding = "binary"
-        raw, lines, bad = _read_xlsx(path, source), None, []
+        parts = [(_read_xlsx(path, source), None, [])]
     else:
         try:
             encoding = detect_encoding(data, path) if source.encoding == "auto" else source.encoding
         except EncodingError as exc:
             raise IngestError(str(exc)) from None
-        try:
-            text = data.decode(encoding)
-        except (UnicodeDecodeError, LookupError) as exc:
-            raise IngestError(f"{path}: cannot decode as {encoding}: {exc}") from exc
-        if fmt == "csv":
-            raw, lines, bad = _read_csv(text, source, path)
-        elif fmt == "jsonl":
-            raw, lines, bad = _read_jsonl(text, path)
+        if fmt == "csv" and not source.fill_down:
+            parts = _csv_parts(data, encoding, source, path, part_rows)
         else:
-            raw, lines, bad = _read_json(text, path)
-    if lines is None:  # spreadsheets: header on row 1
-        lines = list(range(2, raw.height + 2))
-
-    records = _map_fields(raw, source, cfg, path)
-    records = _with_lineage(records, raw, rel, lines)
-    rejected = _quarantine(bad, rel)
-    result = stage_result(records, rejected, read=records.height + rejected.height)
-    return FileRead(
-        result=result,
-        path=rel,
-        bytes=len(data),
-        sha256=sha256_bytes(data),
-        encoding=encoding,
-        rows=records.height + rejected.height,
-    )
+            try:
+                text = data.decode(encoding)
+            except (UnicodeDecodeError, LookupError) as exc:
+                raise IngestError(f"{path}: cannot decode as {encoding}: {exc}") from exc
+            if fmt == "csv":
+                parts = [_read_csv(text, source, path)]
+            elif fmt == "jsonl":
+                parts = [_read_jsonl(text, path)]
+            else:
+                parts = [_read_json(text, path)]
+    del data
+    for raw, lines, bad in parts:
+        if lines is None:  # spreadsheets: header on row 1
+            lines = list(range(2, raw.height + 2))
+        records = _map_fields(raw, source, cfg, path)
+        records = _with_lineage(records, raw, rel, lines)
+        rejected = _quarantine(bad, rel)
+        result = stage_result(records, rejected, read=records.height + rejected.height)
+        yield FileRead(
+            result=result,
+            path=rel,
+            bytes=size,
+            sha256=sha256,
+            encoding=encoding,
+            rows=records.height + rejected.height,
+        )
 
 
 def _format_of(path: Path, source: SourceMapping) -> str:
@@ -137,7 +153,26 @@ def _read_csv(
     text: str, source: SourceMapping, path: Path
 ) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
     """Parse with the csv module (quoted newlines and commas), keeping each row's first line."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=source.delimiter)
+    return next(_csv_row_parts(io.StringIO(text, newline=""), source, path, None))
+
+
+def _csv_parts(
+    data: bytes, encoding: str, source: SourceMapping, path: Path, part_rows: int | None
+) -> Iterator[tuple[pl.DataFrame, list[int], list[_BadRow]]]:
+    """`_read_csv` in parts of `part_rows` records, decoding as it reads."""
+    try:
+        lines = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, newline="")
+        yield from _csv_row_parts(lines, source, path, part_rows)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise IngestError(f"{path}: cannot decode as {encoding}: {exc}") from exc
+
+
+def _csv_row_parts(
+    lines: Iterable[str], source: SourceMapping, path: Path, part_rows: int | None
+) -> Iterator[tuple[pl.DataFrame, list[int], list[_BadRow]]]:
+    """Records (with their first physical line) and bad rows, `part_rows` records at a time;
+    always at least one part."""
+    reader = csv.reader(lines, delimiter=source.delimiter)
     try:
         header = next(reader)
     except StopIteration:
@@ -145,10 +180,23 @@ def _read_csv(
     except csv.Error as exc:
         raise IngestError(f"{path}:1: cannot parse header: {exc}") from None
     width = len(header)
+    names = _unique_headers(header)
     rows: list[list[str]] = []
     lines: list[int] = []
     bad: list[_BadRow] = []
+
+    def part() -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
+        frame = pl.DataFrame(
+            {name: [r[i] for r in rows] for i, name in enumerate(names)},
+            schema={name: pl.String for name in names},
+        )
+        return frame, lines, bad
+
+    parts = 0
     while True:
+        if part_rows is not None and len(rows) >= part_rows:
+            yield part()
+            rows, lines, bad, parts = [], [], [], parts + 1
         start = reader.line_num + 1
         try:
             row = next(reader)
@@ -164,12 +212,8 @@ def _read_csv(
             continue
         rows.append(row)
         lines.append(start)
-    names = _unique_headers(header)
-    frame = pl.DataFrame(
-        {name: [r[i] for r in rows] for i, name in enumerate(names)},
-        schema={name: pl.String for name in names},
-    )
-    return frame, lines, bad
+    if rows or bad or not parts:
+        yield part()
 
 
 def _read_xlsx(path: Path, source: SourceMapping) -> pl.DataFrame:
