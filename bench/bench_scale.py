@@ -4,7 +4,8 @@ Not a test. Usage:
     .venv/bin/python -m bench.bench_scale --rows 1000000 --workers 0 2
     .venv/bin/python -m bench.bench_scale --rows 10000000 --workers 2
 
-For each size it writes a synthetic corpus with `sample_data.generate` (8 CSV exports), then
+For each size it writes a synthetic corpus with `sample_data.generate` (8 CSV exports for 1M;
+one export per million beyond, each generated with its own seed), then
 for each worker count runs `cnc-corpus run clean-workorders [--workers N]` in a child process
 (the real flow, Prefect's temporary server included) and reports wall time and the peak
 memory of the whole process tree: the sum of the RSS of the child and all its descendants
@@ -36,6 +37,26 @@ def tree_rss(proc: psutil.Process) -> int:
         with contextlib.suppress(psutil.Error):  # exited between listing and reading
             total += p.memory_info().rss
     return total
+
+
+GENERATED_AT_ONCE = 1_000_000  # the generator holds its whole corpus in memory
+
+
+def generate(rows: int, corpus: Path, shards: int) -> None:
+    """`rows` generated work orders under `corpus`: up to 1M at once, in `shards` exports;
+    beyond that, one export per million (seed = its number, so batches differ)."""
+    batches = max(1, -(-rows // GENERATED_AT_ONCE))
+    for seed in range(batches):
+        n = min(GENERATED_AT_ONCE, rows - seed * GENERATED_AT_ONCE)
+        folder = corpus / f"batch-{seed:03d}"
+        subprocess.run(
+            [sys.executable, "-m", "sample_data.generate", "--rows", str(n), "--seed", str(seed)]
+            + ["--out", str(folder), "--shards", str(shards if batches == 1 else 1)],
+            check=True,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+        )
+        (folder / "clusters.parquet").unlink(missing_ok=True)  # ground truth, not input
 
 
 def run_flow(corpus: Path, out: Path, workers: int, work: Path) -> dict[str, float]:
@@ -79,14 +100,7 @@ def main() -> None:
     try:
         for rows in args.rows:
             corpus = work / f"corpus-{rows}"
-            subprocess.run(
-                [sys.executable, "-m", "sample_data.generate", "--rows", str(rows)]
-                + ["--out", str(corpus), "--shards", str(args.shards)],
-                check=True,
-                cwd=REPO,
-                stdout=subprocess.DEVNULL,
-            )
-            (corpus / "clusters.parquet").unlink(missing_ok=True)  # ground truth, not input
+            generate(rows, corpus, args.shards)
             for workers in args.workers:
                 out = work / f"out-{rows}-{workers}"
                 figures = run_flow(corpus, out, workers, work)
