@@ -23,8 +23,13 @@ def clean_fault_logs(
     config: str | None = None,
     manuals: str | None = None,
     strict: bool = False,
+    workers: int | None = None,
+    dask_address: str | None = None,
 ) -> str:
-    """Clean the alarm histories under `input`; publish a snapshot under `out`."""
+    """Clean the alarm histories under `input`; publish a snapshot under `out`.
+
+    `workers` (a local Dask cluster) or `dask_address` (an existing one) override
+    `[execution]` of the configuration."""
     root = Path(input)
     sources = Sources(root, alarm_logs=root, manuals=Path(manuals) if manuals else None)
-    return refresh_flow(FLOW_NAME, lambda cfg: sources, out, config, strict)
+    return refresh_flow(FLOW_NAME, lambda cfg: sources, out, config, strict, workers, dask_address)

@@ -13,7 +13,15 @@ FLOW_NAME = "clean-manuals"
 
 
 @flow(name=FLOW_NAME, log_prints=True)
-def clean_manuals(input: str, out: str, config: str | None = None, strict: bool = False) -> str:
+def clean_manuals(
+    input: str,
+    out: str,
+    config: str | None = None,
+    strict: bool = False,
+    workers: int | None = None,
+    dask_address: str | None = None,
+) -> str:
     """Chunk the manuals under `input` and extract their alarm tables; publish under `out`."""
     root = Path(input)
-    return refresh_flow(FLOW_NAME, lambda cfg: Sources(root, manuals=root), out, config, strict)
+    sources = Sources(root, manuals=root)
+    return refresh_flow(FLOW_NAME, lambda cfg: sources, out, config, strict, workers, dask_address)

@@ -115,6 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="fail the run when an input file must be quarantined (default: record it, go on)",
     )
+    where = run.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        type=int,
+        help="run the steps on a local Dask cluster of N worker processes (default: in-process)",
+    )
+    where.add_argument(
+        "--dask-address", help="run the steps on an existing Dask cluster, e.g. tcp://host:8786"
+    )
     served = sub.add_parser(
         "serve", help="serve the four flows as Prefect deployments (refresh-corpus nightly)"
     )
@@ -143,11 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_run(args: argparse.Namespace) -> dict[str, object]:
     """Everything `run` needs, checked without Prefect; the flow's keyword arguments."""
-    from schemas.config import load_config
+    from schemas.config import load_config, with_execution
 
     if args.manuals and args.flow != "clean-fault-logs":
         raise UsageError(f"--manuals is an option of clean-fault-logs, not of {args.flow}")
-    load_config(args.config)  # the file, field and line of a bad setting, in one line
+    cfg = load_config(args.config)  # the file, field and line of a bad setting, in one line
+    with_execution(cfg, args.workers, args.dask_address)  # a bad flag, in one line
     inputs = [check_input("--input", args.input)]
     if inputs[0].is_dir() and not any(p.is_file() for p in inputs[0].rglob("*")):
         raise UsageError(f"--input {args.input}: the folder holds no files; nothing to read")
@@ -155,6 +165,8 @@ def check_run(args: argparse.Namespace) -> dict[str, object]:
         inputs.append(check_input("--manuals", args.manuals))
     check_output(args.out, inputs)
     kwargs = {"input": args.input, "out": args.out, "config": args.config, "strict": args.strict}
+    if args.workers is not None or args.dask_address:
+        kwargs |= {"workers": args.workers, "dask_address": args.dask_address}
     return kwargs | ({"manuals": args.manuals} if args.manuals else {})
 
 

@@ -18,6 +18,16 @@ FLOW_NAME = "refresh-corpus"
 
 
 @flow(name=FLOW_NAME, log_prints=True)
-def refresh_corpus(input: str, out: str, config: str | None = None, strict: bool = False) -> str:
+def refresh_corpus(
+    input: str,
+    out: str,
+    config: str | None = None,
+    strict: bool = False,
+    workers: int | None = None,
+    dask_address: str | None = None,
+) -> str:
     """Refresh the whole corpus from the source folders under `input`; publish under `out`."""
-    return refresh_flow(FLOW_NAME, lambda cfg: Sources.everything(Path(input)), out, config, strict)
+    root = Path(input)
+    return refresh_flow(
+        FLOW_NAME, lambda cfg: Sources.everything(root), out, config, strict, workers, dask_address
+    )

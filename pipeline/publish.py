@@ -14,6 +14,7 @@ import json
 import math
 import os
 import shutil
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -77,6 +78,67 @@ class SnapshotWriter:
             written += self._write_shards(rel_dir, part, schema)
         return written
 
+    def write_stream(
+        self,
+        name: str,
+        chunks: Iterable[pl.DataFrame],
+        schema: pa.Schema,
+        partition_by: str | None = None,
+    ) -> None:
+        """`write_table` of the concatenated `chunks`, holding at most about one shard per
+        partition: a partition's shard is written as soon as it is full. Its size comes
+        from the first rows seen of that partition, so the same chunks give the same files."""
+        buffers: dict[str, list[pl.DataFrame]] = {}
+        sizes: dict[str, int] = {}
+        written: dict[str, int] = {}
+
+        def folder(key: str) -> str:
+            return f"{name}/{partition_by}={key}" if partition_by else name
+
+        for chunk in chunks:
+            groups = (
+                chunk.group_by(partition_by, maintain_order=True)
+                if partition_by
+                else [(("",), chunk)]
+            )
+            for (key,), part in groups:
+                key = str(key)
+                buffers.setdefault(key, []).append(part)
+                if key not in sizes:
+                    sizes[key] = self._rows_per_shard(part)
+                while sum(f.height for f in buffers[key]) >= sizes[key]:
+                    full = pl.concat(buffers[key])
+                    n = written.get(key, 0)
+                    self._write_part(
+                        f"{name}/{partition_by}={key}", n, full.head(sizes[key]), schema
+                    )
+                    written[key] = n + 1
+                    buffers[key] = [full.slice(sizes[key])]
+        if not partition_by and not buffers:
+            buffers[""] = [pl.from_arrow(schema.empty_table())]  # an empty table: one empty part
+        for key in sorted(buffers):
+            rest = pl.concat(buffers[key], how="vertical_relaxed")
+            if rest.height or not written.get(key):
+                self._write_part(folder(key), written.get(key, 0), rest, schema)
+
+    def _rows_per_shard(self, df: pl.DataFrame) -> int:
+        per_row = df.estimated_size() / max(df.height, 1)
+        return max(
+            1,
+            min(
+                self.cfg.max_rows_per_shard,
+                math.floor(self.cfg.max_bytes_per_shard / max(per_row, 1)),
+            ),
+        )
+
+    def _write_part(self, rel_dir: str, n: int, df: pl.DataFrame, schema: pa.Schema) -> None:
+        target = self.staging / rel_dir
+        target.mkdir(parents=True, exist_ok=True)
+        path = target / f"part-{n:05d}.parquet"
+        table = df.select(schema.names).to_arrow().cast(schema)
+        pq.write_table(table, path, compression=self.cfg.compression)
+        self._record(path, rows=df.height)
+
     def _write_shards(self, rel_dir: str, df: pl.DataFrame, schema: pa.Schema) -> list[OutputFile]:
         target = self.staging / rel_dir
         target.mkdir(parents=True, exist_ok=True)
@@ -103,9 +165,20 @@ class SnapshotWriter:
             )
         return files
 
-    def write_state(self, name: str, df: pl.DataFrame) -> None:
-        """A state table (ledger, counts, dedup index) kept beside the snapshot, not in it."""
-        df.write_parquet(self.state_staging / f"{name}.parquet")
+    def write_state(self, name: str, df: pl.DataFrame | list[pl.DataFrame | str]) -> None:
+        """A state table (ledger, counts, dedup index) kept beside the snapshot, not in it;
+        given as parts (frames or Parquet paths), they are written one after the other."""
+        if isinstance(df, pl.DataFrame):
+            df.write_parquet(self.state_staging / f"{name}.parquet")
+            return
+        writer = None
+        for part in df:
+            table = (pl.read_parquet(part) if isinstance(part, str) else part).to_arrow()
+            if writer is None:
+                writer = pq.ParquetWriter(self.state_staging / f"{name}.parquet", table.schema)
+            writer.write_table(table.cast(writer.schema))
+        if writer is not None:
+            writer.close()
 
     def write_json(self, name: str, obj: object) -> OutputFile:
         path = self.staging / name

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pipeline.errors import PipelineError
 from schemas.alarm_logs import AlarmLogsConfig
 from schemas.dedup import DedupConfig
+from schemas.execution import ExecutionConfig
 from schemas.filters import FilterConfig
 from schemas.ingest import IngestConfig
 from schemas.manuals import ManualsConfig
@@ -61,10 +62,13 @@ class PipelineConfig(BaseModel):
     publish: PublishConfig = PublishConfig()
     tool_samples: ToolSamplesConfig = ToolSamplesConfig()
     trainer: TrainerConfig = TrainerConfig()
+    execution: ExecutionConfig = ExecutionConfig()
 
     def config_hash(self) -> str:
-        """Stable hash of the effective configuration (defaults included)."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        """Stable hash of the effective configuration (defaults included); `execution` is
+        left out: it decides where the work runs, not what it gives."""
+        data = self.model_dump(mode="json", exclude={"execution"})
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -102,6 +106,22 @@ def load_config(path: str | Path | None) -> PipelineConfig:
     except ValidationError as exc:
         problems = "; ".join(_problem(err) for err in exc.errors())
         raise ConfigError(f"{path}: invalid configuration: {problems}") from None
+
+
+def with_execution(
+    cfg: PipelineConfig, workers: int | None, dask_address: str | None
+) -> PipelineConfig:
+    """`cfg` with the task runner a flow's parameters (CLI flags, a deployment) ask for."""
+    if workers is None and dask_address is None:
+        return cfg
+    settings = cfg.execution.model_dump()
+    settings.update(workers=workers or 0, dask_address=dask_address)
+    try:
+        execution = ExecutionConfig.model_validate(settings)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"--workers/--dask-address: {problems}") from None
+    return cfg.model_copy(update={"execution": execution})
 
 
 def _problem(err: Any) -> str:

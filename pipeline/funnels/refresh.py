@@ -24,10 +24,11 @@ from pipeline.funnels import alarm_logs, manuals, workorders
 from pipeline.funnels.incremental import FilePlan, carried_published, carried_rows, plan_files
 from pipeline.funnels.keys import code_fingerprint, code_version, step_key
 from pipeline.funnels.quarantine import fail_if_strict, quarantine_rows
+from pipeline.funnels.sharded_dedup import dedup_shards
 from pipeline.funnels.snapshot import Published, SourceRun, empty_sft, publish_snapshot
 from pipeline.funnels.stage_files import load_state
 from pipeline.funnels.steps import PER_FILE as KINDS
-from pipeline.funnels.steps import Runner, in_process
+from pipeline.funnels.steps import Call, Runner, in_process
 from pipeline.ingest.files import relative_path, sha256_file
 from pipeline.ingest.inventory import InputEntry, inventory
 from pipeline.ledger import ledger_row
@@ -177,35 +178,44 @@ def _ledger(run: _Run, plan: FilePlan, outputs: list[StageOutput]) -> list[pl.Da
 
 
 def _workorders(run: _Run, entries: list[InputEntry], root: Path) -> SourceRun:
+    """Ingest each new or changed file in shards, clean each shard, dedup over the shards,
+    then structure, tier and render each shard; shards run concurrently where the runner can.
+    A file that cannot be read is quarantined whole."""
     layouts = {e.path: e.sniffed.layout or "auto" for e in entries}
     plan = plan_files(workorders.KIND, list(layouts), root, run.state)
     todo = plan.refresh
-    ingested, quarantined = {}, [quarantine_rows(workorders.KIND, plan.skipped)]
+    shard_rows = str(run.cfg.execution.shard_rows)
+    calls = []
     for path in todo.to_process:
         file = plan.files[path]
-        key = step_key("workorders.ingest", path, plan.sha256[path], layouts[file], *run.base[:2])
+        parts = (path, plan.sha256[path], layouts[file], shard_rows, *run.base[:2])
         params = {"path": str(file), "root": str(root), "layout": layouts[file]}
-        result = run.runner("workorders.ingest", key, {}, params)
+        calls.append(Call("workorders.ingest", step_key("workorders.ingest", *parts), {}, params))
+    ingested: list[StageOutput] = []  # shards, in file and row order
+    quarantined = [quarantine_rows(workorders.KIND, plan.skipped)]
+    for result in run.runner.map(calls):
         if "quarantine" in result:
             quarantined.append(pl.read_parquet(result["quarantine"].rejected))
         else:
-            ingested[key] = result["ingest"]
+            ingested += result.values()
     names = workorders.technicians(
         pl.concat(
             [pl.DataFrame(schema={"technician": pl.String})]
-            + [pl.read_parquet(o.kept, columns=["technician"]) for o in ingested.values()]
+            + [pl.read_parquet(o.kept, columns=["technician"]) for o in ingested]
         )
     )
-    outputs: list[StageOutput] = list(ingested.values())
-    filtered, clean_keys = [], []
-    for key, out in ingested.items():
-        clean_key = step_key("workorders.clean", key, *names)
-        cleaned = run.runner(
-            "workorders.clean", clean_key, {"ingested": [out.kept]}, {"names": names}
-        )
-        outputs += cleaned.values()
-        filtered.append(cleaned["filter"].kept)
-        clean_keys.append(clean_key)
+    cleaned = run.runner.map(
+        [
+            Call(
+                "workorders.clean",
+                step_key("workorders.clean", o.kept, *names),
+                {"ingested": [o.kept]},
+                {"names": names},
+            )
+            for o in ingested
+        ]
+    )
+    outputs: list[StageOutput] = ingested + [o for c in cleaned for o in c.values()]
     index = carried_rows(run.state, "dedup_index", todo.unchanged)
     source = SourceRun(
         workorders.KIND,
@@ -215,20 +225,29 @@ def _workorders(run: _Run, entries: list[InputEntry], root: Path) -> SourceRun:
         state={"dedup_index": index} if index is not None else {},
         quarantined=pl.concat(quarantined),
     )
-    if filtered:
-        key = step_key("workorders.corpus", *clean_keys, *todo.unchanged, *run.base)
-        inputs = {
-            "filtered": filtered,
-            "index": [run.save("carried_dedup_index", index)] if index is not None else [],
-        }
-        corpus = run.runner("workorders.corpus", key, inputs, {})
-        outputs += corpus.values()
-        source.sft = [corpus["render"].kept]
-        new_index = load_state([corpus["dedup"]], "index")
+    if ingested:
+        previous = index.drop("source_file") if index is not None else None
+        filtered = [c["filter"].kept for c in cleaned]
+        base = (*todo.unchanged, *run.base)
+        deduped = dedup_shards(run.runner, run.work, filtered, previous, run.cfg, base)
+        samples = run.runner.map(
+            [
+                Call(
+                    "workorders.samples",
+                    step_key("workorders.samples", d.kept),
+                    {"kept": [d.kept]},
+                    {},
+                )
+                for d in deduped
+            ]
+        )
+        outputs += deduped + [o for s in samples for o in s.values()]
+        source.sft = [s["render"].kept for s in samples]
+        new_index = load_state(deduped, "index")
         parts = [f for f in (index, new_index) if f is not None]
         source.state = {"dedup_index": pl.concat(parts, how="vertical_relaxed").sort("record_id")}
     source.outputs = outputs
-    source.ledger = _ledger(run, plan, list(ingested.values()))
+    source.ledger = _ledger(run, plan, [o for o in ingested if "ledger" in o.state])
     return source
 
 

@@ -3,6 +3,7 @@ unchanged files, counts, plan, manifest and report, published atomically in one 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,7 +11,6 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.funnels.incremental import carried_published, carried_rows
-from pipeline.funnels.stage_files import load_rejects
 from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_counts, funnel
 from pipeline.plan import plan_snapshot
 from pipeline.publish import SnapshotWriter, new_snapshot_id
@@ -43,7 +43,8 @@ class SourceRun:
     outputs: list[StageOutput] = field(default_factory=list)  # counted in the SFT funnel
     sft: list[str] = field(default_factory=list)  # rendered samples
     ledger: list[pl.DataFrame] = field(default_factory=list)  # rows of every current file
-    state: dict[str, pl.DataFrame] = field(default_factory=dict)  # read by the next refresh
+    # read by the next refresh; a list is written part after part (frames or Parquet paths)
+    state: dict[str, pl.DataFrame | list[pl.DataFrame | str]] = field(default_factory=dict)
     tables: dict[str, str] = field(default_factory=dict)  # pretrain, fault_codes, incidents
     side_rejects: list[pl.DataFrame] = field(default_factory=list)  # outside the SFT funnel
     sources: dict[str, dict[str, int]] = field(default_factory=dict)  # manifest.sources
@@ -114,19 +115,13 @@ def publish_snapshot(
     previous_rejects = [
         carried_published(previous, "rejects", r.kind, r.plan.unchanged) for r in carrying
     ]
-    funnel_rejects = pl.concat(
-        [
-            load_rejects([o for r in runs for o in r.outputs]),
-            *(f for f in previous_rejects if f is not None),
-        ],
-        how="vertical_relaxed",
-    )
     quarantined = pl.concat([empty_rejects(), *(r.quarantined for r in runs)])
-    rejects = pl.concat(
-        [funnel_rejects, quarantined, *(f for r in runs for f in r.side_rejects)],
-        how="vertical_relaxed",
-    ).sort("source_kind", "source_file", "source_row", "stage", "record_id")
-    rejects = _redacted_rejects(rejects, cfg)
+    reject_pieces = [
+        *(_path_piece(o.rejected) for r in runs for o in r.outputs),
+        *(_frame_piece(f) for f in previous_rejects if f is not None),
+        _frame_piece(quarantined),
+        *(_frame_piece(f) for r in runs for f in r.side_rejects),
+    ]
     previous_counts = [carried_rows(state, "counts", r.plan.unchanged) for r in carrying]
     counts_long = pl.concat(
         [
@@ -146,7 +141,12 @@ def publish_snapshot(
                 for o in r.outputs
             ),
         ]
-    ).sort("source_kind", "source_file", "stage", "outcome")
+    )
+    counts_long = (  # a file read in several shards has one row per shard and outcome
+        counts_long.group_by("source_kind", "source_file", "stage", "outcome")
+        .agg(pl.col("rows").sum())
+        .sort("source_kind", "source_file", "stage", "outcome")
+    )
     stages = funnel(counts_long, {r.kind: list(r.stage_order) for r in runs if r.stage_order})
     headline = {
         f"{r.kind}/{stage}"
@@ -188,7 +188,8 @@ def publish_snapshot(
             writer.write_table("fault_codes", tables["fault_codes"], arrow.FAULT_CODES)
         if "incidents" in tables:
             writer.write_table("incidents", tables["incidents"], arrow.INCIDENTS)
-        writer.write_table("rejects", rejects, arrow.REJECTS)
+        rejects = (_redacted_rejects(c, cfg) for c in sorted_chunks(reject_pieces, REJECT_ORDER))
+        writer.write_stream("rejects", rejects, arrow.REJECTS)
         writer.write_table("sft_tools", tools.kept, arrow.SFT_TOOLS)
         plan = plan_snapshot(sft, pretrain, cfg.plan, tools.kept)
         writer.write_json("plan.json", plan.model_dump(mode="json"))
@@ -234,6 +235,65 @@ def publish_snapshot(
         path = writer.commit(manifest)
     tiers = sft.group_by("tier").len().sort("tier")
     return Published(path, manifest, plan, dict(zip(tiers["tier"], tiers["len"], strict=True)))
+
+
+SFT_ORDER = ("source_kind", "source_file", "source_row")
+REJECT_ORDER = (*SFT_ORDER, "stage", "record_id")
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """Rows to publish in one sort order, loaded only when written: their first and last
+    (kind, file, row) and their count."""
+
+    first: tuple
+    last: tuple
+    rows: int
+    load: Callable[[], pl.DataFrame]
+
+
+def _bounds(keys: pl.DataFrame) -> tuple[tuple, tuple]:
+    ordered = keys.select(
+        pl.col("source_kind").fill_null(""),
+        pl.col("source_file").fill_null(""),
+        pl.col("source_row").fill_null(-1),
+    ).sort(SFT_ORDER)
+    return ordered.row(0), ordered.row(-1)
+
+
+def _frame_piece(frame: pl.DataFrame) -> _Piece | None:
+    if frame.height == 0:
+        return None
+    return _Piece(*_bounds(frame.select(SFT_ORDER)), frame.height, lambda: frame)
+
+
+def _path_piece(path: str) -> _Piece | None:
+    keys = pl.read_parquet(path, columns=list(SFT_ORDER))
+    if keys.height == 0:
+        return None
+    return _Piece(*_bounds(keys), keys.height, lambda: pl.read_parquet(path))
+
+
+def sorted_chunks(pieces: list[_Piece | None], order: tuple[str, ...]) -> Iterator[pl.DataFrame]:
+    """The pieces' rows sorted by `order`, a chunk at a time: pieces whose (kind, file, row)
+    ranges overlap are loaded and sorted together; the others one by one, in order. Shards of
+    one file's row ranges (and each carried file) stay apart, so a chunk is about a shard."""
+    group: list[_Piece] = []
+    last: tuple = ()
+
+    def flush() -> pl.DataFrame:
+        return pl.concat([p.load() for p in group], how="diagonal_relaxed").sort(
+            order, maintain_order=True
+        )
+
+    for piece in sorted((p for p in pieces if p is not None), key=lambda p: (p.first, p.last)):
+        if group and piece.first > last:
+            yield flush()
+            group = []
+        group.append(piece)
+        last = max(last, piece.last) if len(group) > 1 else piece.last
+    if group:
+        yield flush()
 
 
 def no_samples_reason(manifest: Manifest) -> str | None:

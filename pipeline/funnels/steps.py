@@ -1,13 +1,19 @@
 """Funnel steps by name, and how to run one: inputs and outputs are Parquet paths.
 
-A step is a plain function `(cfg, frames, params) -> {stage: StageResult}`. `execute_step`
-loads its input frames, runs it and saves every stage result under `work/<key>/`; a `Runner`
-decides where that happens (in this process, or as a cached Prefect task in `flows/`).
+A step is a plain function `(cfg, frames, params) -> {label: StageResult}` (or an iterator
+of `(label, StageResult)` pairs, saved as they come: a step that streams a large file writes
+one part at a time). A label is a stage name, or `part/stage` for one part of a file.
+`execute_step` loads its input frames, runs it and saves every result under `work/<key>/`; a
+`Runner` decides where that happens (in this process, or as cached Prefect tasks in `flows/`,
+on threads or on a Dask cluster). `Runner.map` runs independent steps (one per shard) at once
+where the runner can.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,14 +31,18 @@ from schemas.manifest import StageOutput
 from schemas.manuals import ManualSource
 
 Frames = dict[str, pl.DataFrame | None]
-Step = Callable[[PipelineConfig, Frames, dict[str, Any]], dict[str, StageResult]]
+Results = dict[str, StageResult] | Iterable[tuple[str, StageResult]]
+Step = Callable[[PipelineConfig, Frames, dict[str, Any]], Results]
 
 STEPS: dict[str, Step] = {
     "workorders.ingest": lambda cfg, f, p: workorders.ingest(
         Path(p["path"]), Path(p["root"]), cfg, p["layout"]
     ),
     "workorders.clean": lambda cfg, f, p: workorders.clean(f["ingested"], cfg, p["names"]),
-    "workorders.corpus": lambda cfg, f, p: workorders.corpus(f["filtered"], cfg, f["index"]),
+    "workorders.samples": lambda cfg, f, p: workorders.samples(f["kept"], cfg),
+    "workorders.dedup": lambda cfg, f, p: workorders.dedup_parts(
+        f["filtered"], f["index"], p["sizes"], cfg
+    ),
     "manuals.parse": lambda cfg, f, p: manuals.parse(
         Path(p["path"]), ManualSource.model_validate(p["source"]), Path(p["root"])
     ),
@@ -54,10 +64,24 @@ PER_FILE = {
 }
 
 
+@dataclass(frozen=True)
+class Call:
+    """One step to run: its name, cache key, input Parquet paths and parameters."""
+
+    step: str
+    key: str
+    inputs: dict[str, list[str]]
+    params: dict[str, Any]
+
+
 class Runner(Protocol):
     def __call__(
         self, step: str, key: str, inputs: dict[str, list[str]], params: dict[str, Any]
     ) -> dict[str, StageOutput]: ...
+
+    def map(self, calls: Sequence[Call]) -> list[dict[str, StageOutput]]:
+        """Run independent steps (concurrently where the runner can); results in call order."""
+        ...
 
 
 def execute_step(
@@ -79,24 +103,43 @@ def execute_step(
         else None
         for name, paths in inputs.items()
     }
+    out = Path(work) / key
+    saved = {}
     try:
         results = STEPS[step](cfg, frames, params)
+        del frames
+        pairs = results.items() if isinstance(results, dict) else results
+        for label, result in pairs:  # a streaming step raises here, part way through a file
+            part, _, stage = label.rpartition("/")
+            saved[label] = save_stage(result, stage, out / part)
     except InputFileError as exc:
         if step not in PER_FILE:
             raise
+        shutil.rmtree(out, ignore_errors=True)  # parts saved before the error are not kept
         rel = relative_path(params["path"], params["root"])
         detail = str(exc).replace(str(params["path"]), rel)  # no local paths published
         rejected = quarantine_rows(PER_FILE[step], {rel: (exc.reason, detail)})
-        results = {"quarantine": StageResult(pl.DataFrame(), rejected, {"files": 1})}
-    return {stage: save_stage(r, stage, Path(work) / key) for stage, r in results.items()}
+        result = StageResult(pl.DataFrame(), rejected, {"files": 1})
+        return {"quarantine": save_stage(result, "quarantine", out)}
+    return saved
+
+
+@dataclass(frozen=True)
+class InProcess:
+    """Run each step here and now, one after the other (the embedded default)."""
+
+    work: Path
+    cfg: PipelineConfig
+
+    def __call__(
+        self, step: str, key: str, inputs: dict[str, list[str]], params: dict[str, Any]
+    ) -> dict[str, StageOutput]:
+        return execute_step(step, key, inputs, params, str(self.work), self.cfg)
+
+    def map(self, calls: Sequence[Call]) -> list[dict[str, StageOutput]]:
+        return [self(c.step, c.key, c.inputs, c.params) for c in calls]
 
 
 def in_process(work: Path, cfg: PipelineConfig) -> Runner:
     """Run each step here and now (the embedded default)."""
-
-    def run(
-        step: str, key: str, inputs: dict[str, list[str]], params: dict[str, Any]
-    ) -> dict[str, StageOutput]:
-        return execute_step(step, key, inputs, params, str(work), cfg)
-
-    return run
+    return InProcess(work, cfg)

@@ -1,21 +1,23 @@
 """The work-order funnel.
 
-Per file:        ingest -> normalize -> filter
-Over the run:    dedup (against the published index) -> structure -> tiers -> render
+Per shard (a file, or a row range of a large one):   ingest -> normalize -> filter
+Over the run (pipeline/funnels/sharded_dedup.py):   dedup (against the published index)
+Per shard:                                           structure -> tiers -> render
 """
 
 from __future__ import annotations
 
 import glob
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 
 from pipeline.dedup import dedup
 from pipeline.filters import apply_filters
 from pipeline.ingest.files import relative_path
-from pipeline.ingest.workorders import read_workorder_file, source_for
+from pipeline.ingest.workorders import read_workorder_parts, source_for
 from pipeline.ledger import ledger_row
 from pipeline.messages import render_messages
 from pipeline.normalize import normalize
@@ -27,6 +29,7 @@ from schemas.config import PipelineConfig
 from schemas.ingest import SourceMapping
 from schemas.records import INGESTED_SCHEMA, NORMALIZED_EXTRA, PARTS, WORKORDER_FIELDS
 
+T = TypeVar("T")
 KIND = "workorder"
 STAGE_ORDER = ("ingest", "normalize", "filter", "dedup", "structure", "tiers", "render")
 
@@ -46,20 +49,6 @@ def normalize_stage(names: Sequence[str]) -> Stage:
 FILTER = Stage(
     "filter", needs=_NORMALIZED, adds=(), fn=lambda df, cfg: apply_filters(df, cfg.filters)
 )
-
-
-def dedup_stage(index: pl.DataFrame | None) -> Stage:
-    """Exact and near duplicates, also against `index` (the published corpus's records, with
-    their `source_file`); the result's state holds the index of this run's kept records."""
-    previous = index.drop("source_file") if index is not None else None
-
-    def run(df: pl.DataFrame, cfg: PipelineConfig) -> StageResult:
-        result, new_index = dedup(df, cfg.dedup, previous)
-        files = result.kept.select("record_id", "source_file")
-        state = {"index": new_index.join(files, on="record_id")}
-        return StageResult(result.kept, result.rejected, result.counters, state)
-
-    return Stage("dedup", needs=_NORMALIZED, adds=(), fn=run)
 
 
 STRUCTURE = Stage(
@@ -87,32 +76,49 @@ RENDER = Stage("render", needs=PARTS, adds=("messages", "n_tokens"), fn=_render)
 
 def ingest(
     path: Path, root: Path, cfg: PipelineConfig, layout: str = "auto"
-) -> dict[str, StageResult]:
+) -> Iterator[tuple[str, StageResult]]:
     """Read one export in the format its content showed (`layout`) unless a configured source
-    names the file; the result's state holds the file's ledger row."""
+    names the file, in shards of `execution.shard_rows` records (`part-<n>/ingest`, one at a
+    time); the last part's state holds the file's ledger row."""
     ingest_cfg = cfg.ingest
     rel = relative_path(path, root)
     if layout != "auto" and source_for(rel, ingest_cfg).pattern == "*":
         found = SourceMapping(pattern=glob.escape(rel), format=layout)  # type: ignore[arg-type]
         ingest_cfg = ingest_cfg.model_copy(update={"sources": [found]})
-    read = read_workorder_file(path, root, ingest_cfg)
     configured = source_for(rel, ingest_cfg).format
     fmt = configured if configured != "auto" else layout
-    ledger = ledger_row(
-        read.path,
-        KIND,
-        read.bytes,
-        read.sha256,
-        read.encoding,
-        read.rows,
-        skipped=read.skipped,
-        columns=read.columns,
-        reader=f"{KIND}:{fmt}",
-    )
-    result = read.result
-    return {
-        "ingest": StageResult(result.kept, result.rejected, result.counters, {"ledger": ledger})
-    }
+    rows = 0
+    parts = read_workorder_parts(path, root, ingest_cfg, cfg.execution.shard_rows)
+    for n, (read, last) in enumerate(_with_last(parts)):
+        rows += read.rows
+        result = read.result
+        ledger = ledger_row(
+            read.path,
+            KIND,
+            read.bytes,
+            read.sha256,
+            read.encoding,
+            rows,
+            skipped=read.skipped,
+            columns=read.columns,
+            reader=f"{KIND}:{fmt}",
+        )
+        state = {"ledger": ledger} if last else {}
+        yield (
+            f"part-{n:05d}/ingest",
+            StageResult(result.kept, result.rejected, result.counters, state),
+        )
+
+
+def _with_last(items: Iterator[T]) -> Iterator[tuple[T, bool]]:
+    """Each item, and whether it is the last one."""
+    previous, has = None, False
+    for item in items:
+        if has:
+            yield previous, False
+        previous, has = item, True
+    if has:
+        yield previous, True
 
 
 def clean(frame: pl.DataFrame, cfg: PipelineConfig, names: Sequence[str]) -> dict[str, StageResult]:
@@ -120,11 +126,46 @@ def clean(frame: pl.DataFrame, cfg: PipelineConfig, names: Sequence[str]) -> dic
     return run_stages([normalize_stage(names), FILTER], frame, cfg)
 
 
-def corpus(
-    frame: pl.DataFrame, cfg: PipelineConfig, index: pl.DataFrame | None
-) -> dict[str, StageResult]:
-    """The stages over all files processed in this run."""
-    return run_stages([dedup_stage(index), STRUCTURE, TIERS, RENDER], frame, cfg)
+def samples(frame: pl.DataFrame, cfg: PipelineConfig) -> dict[str, StageResult]:
+    """The per-shard stages after dedup."""
+    return run_stages([STRUCTURE, TIERS, RENDER], frame, cfg)
+
+
+def dedup_parts(
+    frame: pl.DataFrame | None,
+    index: pl.DataFrame | None,
+    sizes: list[int],
+    cfg: PipelineConfig,
+) -> Iterator[tuple[str, StageResult]]:
+    """`pipeline.dedup.dedup` over `frame` (the shards' records, `sizes` rows each, in
+    order), given back as `part-<n>/dedup` per shard; the run's pair counters go with the
+    first part."""
+    frame = frame if frame is not None else pl.DataFrame()
+    result, new_index = dedup(frame, cfg.dedup, index)
+    files = result.kept.select("record_id", "source_file")
+    new_index = new_index.join(files, on="record_id")
+    extra = {
+        k: v
+        for k, v in result.counters.items()
+        if k not in {"read", "kept", "rejected"} and not k.startswith("rejected_")
+    }
+    start = 0
+    for n, size in enumerate(sizes):
+        ids = (
+            frame.get_column("record_id").slice(start, size)
+            if size
+            else pl.Series([], dtype=pl.String)
+        )
+        start += size
+        mine = pl.col("record_id").is_in(ids.implode())
+        part = stage_result(
+            result.kept.filter(mine),
+            result.rejected.filter(mine),
+            read=size,
+            **(extra if n == 0 else {}),
+        )
+        state = {"index": new_index.filter(mine)}
+        yield f"part-{n:05d}/dedup", StageResult(part.kept, part.rejected, part.counters, state)
 
 
 def technicians(ingested: pl.DataFrame) -> list[str]:

@@ -85,18 +85,30 @@ def source_for(rel_path: str, cfg: IngestConfig) -> SourceMapping:
 
 def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
     """Read one export. Raises IngestError for a file that cannot be read at all."""
+    return next(read_workorder_parts(path, root, cfg, None))
+
+
+def read_workorder_parts(
+    path: Path, root: Path, cfg: IngestConfig, part_rows: int | None
+) -> Iterator[FileRead]:
+    """Read one export and give its records in parts of at most `part_rows` rows (None: one
+    part), in order; each quarantined row goes with the part its line falls in. The header,
+    sheet and column mapping are found once for the whole file. Each part's `rows` are its
+    own; `columns` and `skipped` describe the file."""
     rel = relative_path(path, root)
     source = source_for(rel, cfg)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise IngestError(f"{path}: cannot read: {exc.strerror}") from exc
+    size, sha256 = len(data), sha256_bytes(data)
     fmt = _format_of(path, source)
     if fmt == "xlsx":
         encoding = "binary"
         raw, lines, header_line, bad = _read_xlsx(path, source, cfg)
     else:
         text, encoding, undecodable = decode(data, path, source.encoding)
+        del data
         if fmt == "csv":
             raw, lines, bad, header_line = _read_csv(text, source, path, cfg)
         elif fmt == "jsonl":
@@ -105,23 +117,34 @@ def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
         else:
             raw, lines, bad = _read_json(text, path)
             header_line = 0
+        del text
         if undecodable:
             raw, lines, bad = _drop_undecodable(raw, lines, bad)
     mapping = resolve_columns(raw.columns, source, cfg, path, raw)
-    records = _map_fields(raw, source, mapping)
-    records = _with_lineage(records, raw, rel, lines)
-    rejected = _quarantine(bad, rel)
-    result = stage_result(records, rejected, read=records.height + rejected.height)
-    return FileRead(
-        result=result,
-        path=rel,
-        bytes=len(data),
-        sha256=sha256_bytes(data),
-        encoding=encoding,
-        rows=records.height + rejected.height,
-        columns={f: " + ".join(mapping[f]) for f in WORKORDER_FIELDS if f in mapping},
-        skipped=max(header_line - 1, 0),  # report titles and blank rows above the header
-    )
+    columns = {f: " + ".join(mapping[f]) for f in WORKORDER_FIELDS if f in mapping}
+    step = part_rows or max(raw.height, 1)
+    starts = list(range(0, raw.height, step)) or [0]
+    for n, start in enumerate(starts):
+        end = start + step
+        low = lines[start] if n > 0 else None
+        high = lines[end] if end < raw.height else None
+        part_bad = [
+            b for b in bad if (low is None or b[0] >= low) and (high is None or b[0] < high)
+        ]
+        part = raw.slice(start, step)
+        records = _map_fields(part, source, mapping)
+        records = _with_lineage(records, part, rel, lines[start:end])
+        rejected = _quarantine(part_bad, rel)
+        yield FileRead(
+            result=stage_result(records, rejected, read=records.height + rejected.height),
+            path=rel,
+            bytes=size,
+            sha256=sha256,
+            encoding=encoding,
+            rows=records.height + rejected.height,
+            columns=columns,
+            skipped=max(header_line - 1, 0),  # report titles and blank rows above the header
+        )
 
 
 def _drop_undecodable(

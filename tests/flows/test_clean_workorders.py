@@ -173,3 +173,26 @@ def test_technician_of_one_file_is_redacted_in_another_file(prefect_server, tmp_
     assert kept.height == 2
     text = json.dumps(kept.drop("record_id").to_dicts(), ensure_ascii=False, default=str)
     assert "王建国" not in text and "李强" not in text
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        (["--workers", "-1"], "--workers/--dask-address: workers: Input should be greater"),
+        (["--dask-address", "sched:8786"], "--workers/--dask-address: dask_address: String"),
+    ],
+)
+def test_cli_reports_a_bad_task_runner_flag_in_one_line_before_prefect(
+    tmp_path, sample_data, repo, flag, message
+):
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "run", "clean-workorders",
+         "--input", str(sample_data / "workorders"), "--out", str(out), *flag],
+        capture_output=True, text=True, cwd=repo, timeout=300,
+        env=os.environ | {"PREFECT_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == f"cnc-corpus: error: {message}" + proc.stderr.split(message, 1)[1]
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert not out.exists() and not (tmp_path / "home").exists()  # Prefect never started

@@ -175,7 +175,7 @@ def test_unknown_headers_without_readable_contents_still_fail_clearly(tmp_path: 
 def test_mapping_recorded_in_the_ledger_and_manifest(tmp_path: Path) -> None:
     path = tmp_path / "维修台账导出.csv"
     path.write_bytes(GB18030_EXPORT.encode("gb18030"))
-    ledger = ingest(path, tmp_path, PipelineConfig())["ingest"].state["ledger"]
+    ledger = dict(ingest(path, tmp_path, PipelineConfig()))["part-00000/ingest"].state["ledger"]
     row = ledger.row(0, named=True)
     assert json.loads(row["columns"])["action"] == "处置"
     entry = InputFile(**row)

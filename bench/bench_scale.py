@@ -1,0 +1,117 @@
+"""Benchmark of clean-workorders at scale: in-process and on a local Dask cluster.
+
+Not a test. Usage:
+    .venv/bin/python -m bench.bench_scale --rows 1000000 --workers 0 2
+    .venv/bin/python -m bench.bench_scale --rows 10000000 --workers 2
+
+For each size it writes a synthetic corpus with `sample_data.generate` (8 CSV exports for 1M;
+one export per million beyond, each generated with its own seed), then
+for each worker count runs `cnc-corpus run clean-workorders [--workers N]` in a child process
+(the real flow, Prefect's temporary server included) and reports wall time and the peak
+memory of the whole process tree: the sum of the RSS of the child and all its descendants
+(Dask scheduler, nanny and worker processes, Prefect's server), sampled every 0.2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tree_rss(proc: psutil.Process) -> int:
+    """Bytes resident in `proc` and all its descendants now."""
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):  # exited between listing and reading
+            total += p.memory_info().rss
+    return total
+
+
+GENERATED_AT_ONCE = 1_000_000  # the generator holds its whole corpus in memory
+
+
+def generate(rows: int, corpus: Path, shards: int) -> None:
+    """`rows` generated work orders under `corpus`: up to 1M at once, in `shards` exports;
+    beyond that, one export per million (seed = its number, so batches differ)."""
+    batches = max(1, -(-rows // GENERATED_AT_ONCE))
+    for seed in range(batches):
+        n = min(GENERATED_AT_ONCE, rows - seed * GENERATED_AT_ONCE)
+        folder = corpus / f"batch-{seed:03d}"
+        subprocess.run(
+            [sys.executable, "-m", "sample_data.generate", "--rows", str(n), "--seed", str(seed)]
+            + ["--out", str(folder), "--shards", str(shards if batches == 1 else 1)],
+            check=True,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+        )
+        (folder / "clusters.parquet").unlink(missing_ok=True)  # ground truth, not input
+
+
+def run_flow(corpus: Path, out: Path, workers: int, work: Path) -> dict[str, float]:
+    env = os.environ | {
+        "PREFECT_HOME": str(work / "prefect-home"),
+        "DO_NOT_TRACK": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+    }
+    command = [sys.executable, "-m", "flows.cli", "run", "clean-workorders"]
+    command += ["--input", str(corpus), "--out", str(out)]
+    command += ["--workers", str(workers)] if workers else []
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL)
+    watched, peak = psutil.Process(proc.pid), 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss(watched))
+        time.sleep(0.2)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"flow failed with --workers {workers} (exit {proc.returncode})")
+    latest = (out / "LATEST").read_text().strip()
+    manifest = json.loads((out / "snapshots" / latest / "manifest.json").read_text())
+    return {
+        "wall_s": round(wall, 1),
+        "peak_tree_rss_gib": round(peak / 2**30, 2),
+        "kept": manifest["counts"]["kept"],
+        "rejected": manifest["counts"]["rejected"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
+    parser.add_argument("--workers", type=int, nargs="+", default=[0, 2])
+    parser.add_argument("--shards", type=int, default=8, help="CSV exports generated")
+    parser.add_argument("--keep", action="store_true", help="keep the generated corpora")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="cnc-bench-scale-"))
+    try:
+        for rows in args.rows:
+            corpus = work / f"corpus-{rows}"
+            generate(rows, corpus, args.shards)
+            for workers in args.workers:
+                out = work / f"out-{rows}-{workers}"
+                figures = run_flow(corpus, out, workers, work)
+                load = [round(x, 2) for x in os.getloadavg()]
+                row = {"rows": rows, "workers": workers, **figures, "load_average": load}
+                print(json.dumps(row), flush=True)
+                shutil.rmtree(out, ignore_errors=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
