@@ -15,6 +15,7 @@ from pipeline.text.alarm_codes import extract_alarm_codes
 from pipeline.text.language import detect_language
 from pipeline.text.mojibake import finish_text, fix_mojibake, is_unrecoverable
 from pipeline.text.pii import count_placeholders, known_names, redact_pii
+from schemas.ingest import CUSTOMER_COLUMN
 from schemas.normalize import NormalizeConfig
 from schemas.records import (
     INGESTED_SCHEMA,
@@ -60,6 +61,11 @@ def normalize(
         ),
         cfg,
     )
+    # Configured customer names, and the values of the file's customer column (never kept).
+    customers = [*cfg.customer_names]
+    if CUSTOMER_COLUMN in repaired.columns:
+        customers += known_names(repaired.get_column(CUSTOMER_COLUMN).unique().to_list(), cfg)
+        repaired = repaired.drop(CUSTOMER_COLUMN)
     text = pl.concat_str([pl.col(f) for f in TEXT_FIELDS], separator="\n", ignore_nulls=True)
     placeholders = pl.sum_horizontal([count_placeholders(pl.col(f)) for f in TEXT_FIELDS])
     out = (
@@ -76,7 +82,7 @@ def normalize(
             (-placeholders).alias("_pii_before"),
         )
         .with_columns(
-            *[redact_pii(pl.col(f), names, cfg.customer_names) for f in TEXT_FIELDS],
+            *[redact_pii(pl.col(f), names, customers) for f in TEXT_FIELDS],
             *[
                 pl.when(pl.col(f).is_not_null()).then(pl.lit("[NAME]")).alias(f)
                 for f in NAME_FIELDS
@@ -94,7 +100,7 @@ def normalize(
             .alias("pii_redactions")
         )
         .drop("_pii_before", "_pii_names")
-        .select(*[c for c in df.columns if c not in NORMALIZED_EXTRA], *NORMALIZED_EXTRA)
+        .select(*[c for c in repaired.columns if c not in NORMALIZED_EXTRA], *NORMALIZED_EXTRA)
         .cast(NORMALIZED_EXTRA)
     )
     counts = out.select(

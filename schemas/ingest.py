@@ -91,6 +91,14 @@ BUILTIN_HEADER_ALIASES: dict[str, list[str]] = {
     ],
 }  # fmt: skip
 
+# Headers of a customer column: not a record field; its values are customer names that
+# normalization redacts as [CUSTOMER] wherever they occur in the record's text.
+CUSTOMER_HEADERS: list[str] = [
+    "客户", "客户名称", "客户单位", "客户名", "用户单位", "使用单位", "委托单位", "customer",
+    "customer name", "client", "client name", "company", "account", "end user",
+]  # fmt: skip
+CUSTOMER_COLUMN = "_customer"  # underscore: never in a reject payload or a published table
+
 # Headers a person recognizes as none of the record fields: never mapped, not even by content.
 IGNORED_HEADERS: list[str] = [
     "完成时间", "结束时间", "关闭时间", "修复时间", "完工时间", "完成日期", "验收时间",

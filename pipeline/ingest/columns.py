@@ -22,7 +22,13 @@ import polars as pl
 
 from pipeline.text.alarm_codes import family_of
 from pipeline.text.pii import SURNAMES
-from schemas.ingest import BUILTIN_HEADER_ALIASES, IGNORED_HEADERS, IngestConfig
+from schemas.ingest import (
+    BUILTIN_HEADER_ALIASES,
+    CUSTOMER_COLUMN,
+    CUSTOMER_HEADERS,
+    IGNORED_HEADERS,
+    IngestConfig,
+)
 from schemas.records import WORKORDER_FIELDS
 
 CONTENT_FIELDS = ("symptom", "cause", "action")
@@ -44,6 +50,7 @@ def _vocabulary(cfg: IngestConfig) -> list[tuple[str, str, int]]:
     for field in WORKORDER_FIELDS:
         words = [*cfg.header_aliases.get(field, []), *BUILTIN_HEADER_ALIASES[field]]
         entries += [(header_key(w), field, i) for i, w in enumerate(words) if header_key(w)]
+    entries += [(header_key(w), CUSTOMER_COLUMN, 0) for w in CUSTOMER_HEADERS]
     return entries + [(header_key(w), _IGNORED, 0) for w in IGNORED_HEADERS]
 
 

@@ -35,7 +35,7 @@ from pipeline.ingest.files import any_case, relative_path, sha256_bytes
 from pipeline.ingest.lineage import record_ids
 from pipeline.ingest.xlsx_merges import fill_merged, sheet_layout
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
-from schemas.ingest import IngestConfig, SourceMapping
+from schemas.ingest import CUSTOMER_COLUMN, IngestConfig, SourceMapping
 from schemas.records import INGESTED_SCHEMA, WORKORDER_FIELDS
 
 STAGE = "ingest"
@@ -453,6 +453,9 @@ def _map_fields(
             joined = pl.concat_str(parts, separator=source.join_with, ignore_nulls=True)
             expr = pl.when(joined.str.len_chars() > 0).then(joined)
         exprs.append(expr.alias(name))
+    customers = [blank_to_null(h) for h in mapping.get(CUSTOMER_COLUMN) or []]
+    if customers:  # the names are kept for redaction, the column never published
+        exprs.append(pl.coalesce(customers).alias(CUSTOMER_COLUMN))
     return raw.select(exprs)
 
 
@@ -472,7 +475,8 @@ def _with_lineage(
         pl.lit(rel).alias("source_file"),
         rows,
     )
-    return out.select([pl.col(c).cast(t) for c, t in INGESTED_SCHEMA.items()])
+    customer = [CUSTOMER_COLUMN] if CUSTOMER_COLUMN in out.columns else []
+    return out.select(*[pl.col(c).cast(t) for c, t in INGESTED_SCHEMA.items()], *customer)
 
 
 def _quarantine(bad: list[_BadRow], rel: str) -> pl.DataFrame:

@@ -92,3 +92,27 @@ def test_a_stage_names_the_column_it_misses():
     stage = Stage("tiers", needs=("symptom", "action"), adds=("tier",), fn=lambda df, cfg: None)
     with pytest.raises(StageInputError, match="stage tiers: input lacks column\\(s\\) action"):
         stage.run(pl.DataFrame({"symptom": ["x"]}), CFG)
+
+
+def test_customer_column_values_are_redacted_and_never_published(tmp_path):
+    """A customer column is not a record field: its names become [CUSTOMER] in the text."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "工单.csv").write_text(
+        "工单号,设备编号,客户名称,故障现象,处理措施\n"
+        "WO-1,VMC-3,宁波精工机械有限公司,宁波精工机械有限公司反映主轴异响，报警SP9031,"
+        "更换主轴轴承并重新预紧，试运行2小时正常\n"
+        "WO-2,VMC-4,Acme Tooling GmbH,Acme Tooling GmbH reports X axis servo alarm SV0411,"
+        "Replaced the X axis servo amplifier and checked the cable shield\n",
+        encoding="utf-8",
+    )
+    published = refresh("w", Sources(folder, workorders=folder), tmp_path / "out", CFG)
+    texts = []
+    for table in ("sft", "rejects"):
+        for shard in published.path.glob(f"{table}/**/*.parquet"):
+            texts += [str(row) for row in pl.read_parquet(shard).iter_rows()]
+    joined = "\n".join(texts)
+    assert "宁波精工" not in joined and "Acme Tooling" not in joined
+    assert "[CUSTOMER]" in joined
+    sft = pl.read_parquet(next(published.path.glob("sft/**/*.parquet")))
+    assert not [c for c in sft.columns if "customer" in c]
