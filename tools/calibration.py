@@ -400,34 +400,24 @@ def summarize(df: pl.DataFrame, col: str = "err") -> dict[str, float]:
     }
 
 
+def by_group(df: pl.DataFrame, key: str, col: str = "err") -> pl.DataFrame:
+    """Median and p90 absolute error, median signed error and share under by >10 % per `key`."""
+    e = pl.col(col)
+    return (
+        df.group_by(key)
+        .agg(
+            n=pl.len(),
+            median_ape=e.abs().median(),
+            p90_ape=e.abs().quantile(0.9, interpolation="linear"),
+            median_signed=e.median(),
+            under_10=(e < -0.10).mean(),
+        )
+        .sort(key)
+    )
+
+
 def by_regime(df: pl.DataFrame, col: str = "err") -> pl.DataFrame:
-    e = pl.col(col)
-    return (
-        df.group_by("regime")
-        .agg(
-            n=pl.len(),
-            median_ape=e.abs().median(),
-            p90_ape=e.abs().quantile(0.9, interpolation="linear"),
-            median_signed=e.median(),
-            under_10=(e < -0.10).mean(),
-        )
-        .sort("regime")
-    )
-
-
-def by_source(df: pl.DataFrame, col: str = "err") -> pl.DataFrame:
-    e = pl.col(col)
-    return (
-        df.group_by("source")
-        .agg(
-            n=pl.len(),
-            median_ape=e.abs().median(),
-            p90_ape=e.abs().quantile(0.9, interpolation="linear"),
-            median_signed=e.median(),
-            under_10=(e < -0.10).mean(),
-        )
-        .sort("source")
-    )
+    return by_group(df, "regime", col)
 
 
 def _need(err: pl.Series) -> float:
@@ -537,7 +527,7 @@ def render_markdown(
         "## Leave-one-source-out, by source",
         "",
     ]
-    lines += _table(by_source(loso), "source")
+    lines += _table(by_group(loso, "source"), "source")
     lines += ["", "Constants fitted without each source (reserve, fragmentation, bias):", ""]
     lines += [f"- {k}: {v[0]}, {v[1]}, {v[2]}" for k, v in loso_constants.items()]
     lines += ["", "## Leave-one-source-out, by regime", ""]
