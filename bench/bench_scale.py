@@ -27,6 +27,8 @@ from pathlib import Path
 
 import psutil
 
+from bench.bench_workorders import flow_env
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -60,13 +62,7 @@ def generate(rows: int, corpus: Path, shards: int) -> None:
 
 
 def run_flow(corpus: Path, out: Path, workers: int, work: Path) -> dict[str, float]:
-    env = os.environ | {
-        "PREFECT_HOME": str(work / "prefect-home"),
-        "DO_NOT_TRACK": "1",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
-        "PREFECT_LOGGING_LEVEL": "WARNING",
-    }
+    env = flow_env(work)
     command = [sys.executable, "-m", "flows.cli", "run", "clean-workorders"]
     command += ["--input", str(corpus), "--out", str(out)]
     command += ["--workers", str(workers)] if workers else []

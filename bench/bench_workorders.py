@@ -23,6 +23,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def flow_env(work: Path) -> dict[str, str]:
+    """The environment a benchmarked flow runs in: its own Prefect home, quiet and offline."""
+    return os.environ | {
+        "PREFECT_HOME": str(work / "prefect-home"),
+        "DO_NOT_TRACK": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+    }
+
+
 def run_once(rows: int, work: Path, shards: int) -> dict[str, float]:
     corpus = work / f"corpus-{rows}"
     out = work / f"out-{rows}"
@@ -41,13 +52,7 @@ def run_once(rows: int, work: Path, shards: int) -> dict[str, float]:
         check=True,
         cwd=REPO,
     )
-    env = os.environ | {
-        "PREFECT_HOME": str(work / "prefect-home"),
-        "DO_NOT_TRACK": "1",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
-        "PREFECT_LOGGING_LEVEL": "WARNING",
-    }
+    env = flow_env(work)
     start = time.perf_counter()
     proc = subprocess.Popen(
         [
