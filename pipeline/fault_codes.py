@@ -399,3 +399,30 @@ def merge_knowledge_base(*parts: pl.DataFrame) -> StageResult:
         duplicate_of=pl.col("_kept"),
     )
     return stage_result(kept, rejected, read=rows.height)
+
+
+def entries_for_codes(
+    rows: pl.DataFrame, knowledge_base: pl.DataFrame, columns: list[str], how: str = "inner"
+) -> pl.DataFrame:
+    """One row per (`_i`, code) of `rows` (`_i`, `language`, `alarm_codes`), codes in order of
+    mention (`_pos`), with the knowledge-base entry (`_kb_id` and `columns`) for the code: the
+    one in the row's language where there is one, else the first in table order.
+    `how="left"` keeps codes without an entry (null `_kb_id`)."""
+    per_code = (
+        rows.select("_i", "language", pl.col("alarm_codes").alias("code"))
+        .explode("code")
+        .drop_nulls("code")
+        .with_columns(_pos=pl.int_range(pl.len()).over("_i"))
+    )
+    kb = knowledge_base.select(
+        "code",
+        pl.col("language").alias("_kb_language"),
+        pl.col("record_id").alias("_kb_id"),
+        *columns,
+    ).with_row_index("_kb_order")
+    return (
+        per_code.join(kb, on="code", how=how)  # type: ignore[arg-type]
+        .sort("_i", "_pos", pl.col("_kb_language") != pl.col("language"), "_kb_order")
+        .group_by("_i", "_pos", maintain_order=True)
+        .first()
+    )

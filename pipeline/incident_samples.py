@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipeline.fault_codes import entries_for_codes
 from pipeline.stage import StageResult, make_rejects, stage_result
 from pipeline.text.language import detect_language
 from schemas.records import LINEAGE_SCHEMA, PARTS
@@ -86,25 +87,7 @@ def incident_samples(incidents: pl.DataFrame, knowledge_base: pl.DataFrame) -> S
     base = incidents.with_columns(
         language=detect_language(pl.col("messages").list.join(" ")),
     ).with_row_index("_i")
-    per_code = (
-        base.select("_i", "language", pl.col("alarm_codes").alias("code"))
-        .explode("code")
-        .with_columns(_pos=pl.int_range(pl.len()).over("_i"))
-    )
-    kb = knowledge_base.select(
-        "code",
-        pl.col("language").alias("_kb_language"),
-        pl.col("record_id").alias("_kb_id"),
-        "causes",
-        "remedies",
-        "prevention",
-    ).with_row_index("_kb_order")
-    matched = (
-        per_code.join(kb, on="code")
-        .sort("_i", "_pos", pl.col("_kb_language") != pl.col("language"), "_kb_order")
-        .group_by("_i", "_pos", maintain_order=True)
-        .first()
-    )
+    matched = entries_for_codes(base, knowledge_base, ["causes", "remedies", "prevention"])
     several = pl.len().over("_i") > 1
     sep = pl.when(zh).then(pl.lit("；")).otherwise(pl.lit("; "))
 

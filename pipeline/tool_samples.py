@@ -20,6 +20,7 @@ import json
 
 import polars as pl
 
+from pipeline.fault_codes import entries_for_codes
 from pipeline.stage import StageResult, make_rejects, stage_result
 from pipeline.tokens import load_tokenizer
 from schemas.samples import Localized
@@ -91,52 +92,33 @@ def _wrap(head: str, body: str | pl.Expr, tail: str) -> pl.Expr:
     )
 
 
+# The knowledge-base fields the tool answers with, in this order.
+_ANSWER_FIELDS = ("message", "causes", "remedies", "prevention", "source")
+
+
 def _lookups(rows: pl.DataFrame, knowledge_base: pl.DataFrame) -> pl.DataFrame:
     """One row per (sample, code): the call's JSON arguments and the tool's JSON answer. The
     knowledge-base entry in the sample's language wins, else any (first by record_id)."""
-    per_code = (
-        rows.select("_i", "language", pl.col("alarm_codes").alias("code"))
-        .explode("code")
-        .drop_nulls("code")
-        .with_columns(_pos=pl.int_range(pl.len()).over("_i"))
-    )
-    kb = knowledge_base.select(
-        "code",
-        pl.col("language").alias("_kb_language"),
-        pl.col("record_id").alias("_kb_id"),
-        "message",
-        "causes",
-        "remedies",
-        "prevention",
-        "source",
-    )
     found = pl.col("_kb_id").is_not_null()
     answer = (
         pl.when(found)
         .then(
-            pl.struct(
-                "code", pl.lit(True).alias("found"), "message", "causes", "remedies", "prevention",
-                "source",
-            ).struct.json_encode()
+            pl.struct("code", pl.lit(True).alias("found"), *_ANSWER_FIELDS).struct.json_encode()
         )
         .otherwise(pl.struct("code", pl.lit(False).alias("found")).struct.json_encode())
     )  # fmt: skip
     # {"code":"X"} from the JSON encoder, respaced as Python's json.dumps writes it.
     arguments = pl.lit('{"code": ') + pl.struct("code").struct.json_encode().str.slice(8)
-    return (
-        per_code.join(kb, on="code", how="left")
-        .sort("_i", "_pos", pl.col("_kb_language") != pl.col("language"), "_kb_id")
-        .group_by("_i", "_pos", maintain_order=True)
-        .first()
-        .select(
-            "_i",
-            "code",
-            "_kb_id",
-            _answer=answer,
-            _call=pl.concat_str(
-                pl.lit(f'{{"name": "{TOOL_NAME}", "arguments": '), arguments, pl.lit("}")
-            ),
-        )
+    return entries_for_codes(
+        rows, knowledge_base.sort("record_id"), list(_ANSWER_FIELDS), how="left"
+    ).select(
+        "_i",
+        "code",
+        "_kb_id",
+        _answer=answer,
+        _call=pl.concat_str(
+            pl.lit(f'{{"name": "{TOOL_NAME}", "arguments": '), arguments, pl.lit("}")
+        ),
     )
 
 
