@@ -33,8 +33,8 @@ from schemas.records import WORKORDER_FIELDS
 
 CONTENT_FIELDS = ("symptom", "cause", "action")
 _HEADER_NOISE = re.compile(r"[\s_\-./()（）:：#*\[\]【】]+")
-_HEADER_ROWS = 30  # rows searched for the header
-_SAMPLE = 500  # values per column looked at for content inference
+HEADER_ROWS = 30  # rows searched for the header
+CONTENT_SAMPLE = 500  # values per column looked at for content inference
 _IGNORED = "_ignored"
 _SPECIFIC_PAIRS = {"现象", "原因", "措施", "建议", "型号", "备注", "状态", "诊断", "预防", "单号"}
 
@@ -79,7 +79,7 @@ def find_header_row(rows: Sequence[Sequence[str | None]], cfg: IngestConfig) -> 
     widest."""
     best, best_score = None, 0
     width = max((sum(1 for c in r if c and str(c).strip()) for r in rows), default=0)
-    for i, row in enumerate(rows[:_HEADER_ROWS]):
+    for i, row in enumerate(rows[:HEADER_ROWS]):
         cells = [str(c) for c in row if c is not None and str(c).strip()]
         if len(cells) < 2:
             continue
@@ -89,7 +89,7 @@ def find_header_row(rows: Sequence[Sequence[str | None]], cfg: IngestConfig) -> 
             best, best_score = i, score
     if best is not None:
         return best
-    for i, row in enumerate(rows[:_HEADER_ROWS]):
+    for i, row in enumerate(rows[:HEADER_ROWS]):
         if sum(1 for c in row if c and str(c).strip()) >= max(2, width / 2):
             return i
     return 0
@@ -166,7 +166,7 @@ def infer_from_contents(
     mapping = dict(mapping)
     taken = {h for hs in mapping.values() for h in hs} | ignored
     free = [c for c in frame.columns if c not in taken]
-    sample = frame.select(free).head(_SAMPLE)
+    sample = frame.select(free).head(CONTENT_SAMPLE)
     profiles = {}
     for column in free:
         values = sample[column].drop_nulls().str.strip_chars()

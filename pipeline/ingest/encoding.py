@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterator
 from pathlib import Path
 
 import charset_normalizer
@@ -98,6 +99,112 @@ def decode(data: bytes, source: str | Path, encoding: str = "auto") -> tuple[str
         raise EncodingError(
             f"{source}: unknown encoding {encoding!r} in the configuration"
         ) from None
+
+
+_BLOCK = 1 << 20
+
+
+def _blocks(path: Path) -> Iterator[bytes]:
+    with open(path, "rb") as fh:
+        yield from iter(lambda: fh.read(_BLOCK), b"")
+
+
+def _file_decodes(path: Path, encoding: str) -> bool:
+    """Whether the whole file decodes strictly, read a block at a time."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    try:
+        for block in _blocks(path):
+            decoder.decode(block)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _mostly_utf8(path: Path) -> bool:
+    """`undecodable_lines` of the file is not None: UTF-8 with a few lines of another
+    encoding, counted a line at a time."""
+    bad = good = 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.isascii():
+                continue
+            try:
+                line.decode("utf-8")
+                good += 1
+            except UnicodeDecodeError:
+                bad += 1
+    return 0 < bad < good
+
+
+def scan_encoding(path: Path, encoding: str = "auto") -> tuple[str, bool]:
+    """`decode`'s choice of encoding for a file, made without holding it: (codec, whether
+    some of its lines are not valid in it and decode as U+FFFD). A configured `encoding` is
+    taken as it is; an unknown codec name raises EncodingError."""
+    if encoding != "auto":
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise EncodingError(
+                f"{path}: unknown encoding {encoding!r} in the configuration"
+            ) from None
+        return encoding, False
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    for bom, name in _BOMS:
+        if head.startswith(bom) and _file_decodes(path, name):
+            return name, False
+    if _file_decodes(path, "utf-8"):
+        return "utf-8", False
+    if not head.startswith(codecs.BOM_UTF8) and _mostly_utf8(path):
+        return "utf-8", True
+    for name in ("gbk", "gb18030"):
+        if _file_decodes(path, name):
+            return name, False
+    with open(path, "rb") as fh:
+        sample = fh.read(4 * _BLOCK)
+    best = charset_normalizer.from_bytes(sample).best()
+    if best is not None and _file_decodes(path, best.encoding):
+        return best.encoding, False
+    raise EncodingError(
+        f"{path}: cannot decode the text: not UTF-8, GBK or GB18030 and no other encoding "
+        f"fits; set the source's `encoding` in the configuration"
+    )
+
+
+def text_lines(path: Path, encoding: str, replace: bool = False) -> Iterator[str]:
+    """The file's physical lines, their endings kept, decoded a block at a time.
+    A NUL character, or bytes not valid in `encoding` (unless `replace`), raise EncodingError
+    naming the file and line."""
+    errors = "replace" if replace else "strict"
+    try:
+        with open(path, encoding=encoding, errors=errors, newline="") as fh:
+            for number, line in enumerate(fh, start=1):
+                if "\x00" in line:
+                    where = f"{path}:{number}"
+                    raise EncodingError(f"{where}: NUL byte: binary content, not a text file")
+                yield line
+    except UnicodeDecodeError as exc:
+        line = _line_of_bad_byte(path, encoding)
+        raise EncodingError(f"{path}:{line}: not valid {encoding}: {exc.reason}") from None
+
+
+def _line_of_bad_byte(path: Path, encoding: str) -> int:
+    """The line holding the first byte of the file not valid in `encoding`."""
+    decoder, lines, tail = codecs.getincrementaldecoder(encoding)(), 1, ""
+    for block in _blocks(path):
+        try:
+            text = decoder.decode(block)
+        except UnicodeDecodeError as exc:  # its object: the bytes held back, then the block
+            return lines + _breaks(tail + exc.object[: exc.start].decode(encoding)) - _breaks(tail)
+        lines += _breaks(tail + text) - _breaks(tail)
+        tail = text[-1:]
+    return lines
+
+
+def _breaks(text: str) -> int:
+    """Line breaks in `text`: \\n, \\r\\n or a lone \\r."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
 
 
 def check_text(text: str, source: str | Path) -> str:

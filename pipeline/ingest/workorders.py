@@ -11,13 +11,13 @@ cannot be parsed are quarantined with their line; a file that cannot be read at 
 
 from __future__ import annotations
 
-import csv
 import fnmatch
-import io
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import fastexcel
 import polars as pl
@@ -25,22 +25,25 @@ import polars as pl
 from pipeline.errors import InputFileError
 from pipeline.ingest.columns import (
     CONTENT_FIELDS,
+    CONTENT_SAMPLE,
+    HEADER_ROWS,
     find_header_row,
     infer_from_contents,
     map_headers,
     sheet_score,
 )
-from pipeline.ingest.encoding import decode
-from pipeline.ingest.files import any_case, relative_path, sha256_bytes
+from pipeline.ingest.csv_rows import read_csv_rows
+from pipeline.ingest.encoding import decode, scan_encoding, text_lines
+from pipeline.ingest.files import any_case, relative_path, sha256_file
 from pipeline.ingest.lineage import record_ids
 from pipeline.ingest.xlsx_merges import fill_merged, sheet_layout
 from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
 from schemas.ingest import CUSTOMER_COLUMN, IngestConfig, SourceMapping
 from schemas.records import INGESTED_SCHEMA, WORKORDER_FIELDS
 
+T = TypeVar("T")
 STAGE = "ingest"
 SOURCE_KIND = "workorder"
-_HEADER_SEARCH = 30  # rows of a CSV read before its header is chosen
 
 
 class IngestError(InputFileError):
@@ -92,49 +95,65 @@ def read_workorder_parts(
     path: Path, root: Path, cfg: IngestConfig, part_rows: int | None
 ) -> Iterator[FileRead]:
     """Read one export and give its records in parts of at most `part_rows` rows (None: one
-    part), in order; each quarantined row goes with the part its line falls in. The header,
-    sheet and column mapping are found once for the whole file. Each part's `rows` are its
-    own; `columns` and `skipped` describe the file."""
+    part), in order; each quarantined row goes with the part its line falls in. CSV and JSONL
+    are read as a stream and never held whole; a workbook or a JSON array is read whole and
+    then split. The header, sheet and column mapping are found once, from the file's head
+    and its first part. Each part's `rows` are its own; `columns` and `skipped` describe the
+    file."""
     rel = relative_path(path, root)
     source = source_for(rel, cfg)
     try:
-        data = path.read_bytes()
+        size, sha256 = path.stat().st_size, sha256_file(path)
     except OSError as exc:
         raise IngestError(f"{path}: cannot read: {exc.strerror}") from exc
-    size, sha256 = len(data), sha256_bytes(data)
     fmt = _format_of(path, source)
-    if fmt == "xlsx":
-        encoding = "binary"
-        raw, lines, header_line, bad = _read_xlsx(path, source, cfg)
-    else:
-        text, encoding, undecodable = decode(data, path, source.encoding)
-        del data
-        if fmt == "csv":
-            raw, lines, bad, header_line = _read_csv(text, source, path, cfg)
-        elif fmt == "jsonl":
-            raw, lines, bad = _read_jsonl(text, path)
-            header_line = 0
+    if fmt in {"xlsx", "json"}:
+        if fmt == "xlsx":
+            encoding = "binary"
+            raw, lines, header_line, bad = _read_xlsx(path, source, cfg)
         else:
+            text, encoding, undecodable = decode(path.read_bytes(), path, source.encoding)
             raw, lines, bad = _read_json(text, path)
             header_line = 0
-        del text
-        if undecodable:
-            raw, lines, bad = _drop_undecodable(raw, lines, bad)
-    mapping = resolve_columns(raw.columns, source, cfg, path, raw)
+            del text
+            if undecodable:
+                raw, lines, bad = _drop_undecodable(raw, lines, bad)
+        parts = _slices(raw, lines, bad, part_rows)
+    else:
+        encoding, replace = scan_encoding(path, source.encoding)
+        physical = text_lines(path, encoding, replace)
+        if fmt == "csv":
+            found = read_csv_rows(
+                physical,
+                source.delimiter,
+                lambda rows: find_header_row(rows, cfg),
+                source.header_row,
+            )
+            if found is None:
+                raise IngestError(f"{path}: empty file, no header row")
+            header_line, header, rows = found
+            names = _unique_headers(header)
+            parts = (
+                (_csv_frame(good, names), [n for n, _ in good], bad, None)
+                for good, bad in _batched(rows, part_rows)
+            )
+        else:
+            header_line = 0
+            parts = (
+                (*_objects_frame([o for _, o in good]), [n for n, _ in good], bad)
+                for good, bad in _batched(_jsonl_rows(physical), part_rows)
+            )
+            parts = ((raw, lines, bad, text) for raw, text, lines, bad in parts)
+        if replace:
+            parts = (_drop_undecodable(*part) for part in parts)
+    head, parts = _head(parts, CONTENT_SAMPLE)
+    mapping = resolve_columns(head.columns, source, cfg, path, head)
     columns = {f: " + ".join(mapping[f]) for f in WORKORDER_FIELDS if f in mapping}
-    step = part_rows or max(raw.height, 1)
-    starts = list(range(0, raw.height, step)) or [0]
-    for n, start in enumerate(starts):
-        end = start + step
-        low = lines[start] if n > 0 else None
-        high = lines[end] if end < raw.height else None
-        part_bad = [
-            b for b in bad if (low is None or b[0] >= low) and (high is None or b[0] < high)
-        ]
-        part = raw.slice(start, step)
-        records = _map_fields(part, source, mapping)
-        records = _with_lineage(records, part, rel, lines[start:end])
-        rejected = _quarantine(part_bad, rel)
+    carry: dict[str, str | None] = {}
+    for raw, lines, bad, raw_text in parts:
+        records, carry = _map_fields(raw, source, mapping, carry)
+        records = _with_lineage(records, raw, rel, lines, raw_text)
+        rejected = _quarantine(bad, rel)
         yield FileRead(
             result=stage_result(records, rejected, read=records.height + rejected.height),
             path=rel,
@@ -147,16 +166,75 @@ def read_workorder_parts(
         )
 
 
+# A part of a file: raw frame (its headers as columns), each row's line, quarantined rows,
+# and each row's raw text for its record id (None: the raw frame's cells joined).
+_Part = tuple[pl.DataFrame, list[int], list["_BadRow"], "pl.Series | None"]
+
+
+def _head(parts: Iterator[_Part], rows: int) -> tuple[pl.DataFrame, Iterator[_Part]]:
+    """The first `rows` raw rows (what the column mapping is decided on, whatever the part
+    size), and the parts, none lost."""
+    taken: list[_Part] = []
+    for part in parts:
+        taken.append(part)
+        if sum(p[0].height for p in taken) >= rows:
+            break
+    head = pl.concat([p[0] for p in taken], how="diagonal").head(rows)
+    return head, itertools.chain(taken, parts)
+
+
+def _slices(
+    raw: pl.DataFrame, lines: list[int], bad: list[_BadRow], part_rows: int | None
+) -> Iterator[_Part]:
+    """A file read whole, in parts of `part_rows` rows."""
+    step = part_rows or max(raw.height, 1)
+    starts = list(range(0, raw.height, step)) or [0]
+    for n, start in enumerate(starts):
+        end = start + step
+        low = lines[start] if n > 0 else None
+        high = lines[end] if end < raw.height else None
+        part_bad = [
+            b for b in bad if (low is None or b[0] >= low) and (high is None or b[0] < high)
+        ]
+        yield raw.slice(start, step), lines[start:end], part_bad, None
+
+
+def _batched(
+    rows: Iterator[tuple[int, str | None, T]], part_rows: int | None
+) -> Iterator[tuple[list[tuple[int, T]], list[_BadRow]]]:
+    """Good rows in parts of `part_rows` (None: one part), each with the bad rows met before
+    the next part's first row; at least one part."""
+    good: list[tuple[int, T]] = []
+    bad: list[_BadRow] = []
+    for line, problem, payload in rows:
+        if problem is not None:
+            bad.append((line, problem, payload))  # type: ignore[arg-type]
+            continue
+        if part_rows and len(good) == part_rows:
+            yield good, bad
+            good, bad = [], []
+        good.append((line, payload))
+    yield good, bad
+
+
+def _csv_frame(good: list[tuple[int, list[str]]], names: list[str]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {name: [row[i] for _, row in good] for i, name in enumerate(names)},
+        schema={name: pl.String for name in names},
+    )
+
+
 def _drop_undecodable(
-    raw: pl.DataFrame, lines: list[int], bad: list[_BadRow]
-) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
+    raw: pl.DataFrame, lines: list[int], bad: list[_BadRow], raw_text: pl.Series | None = None
+) -> _Part:
     """Rows holding U+FFFD (bytes of another encoding in a UTF-8 file) are quarantined."""
     hit = raw.select(pl.any_horizontal(pl.all().str.contains("\ufffd", literal=True))).to_series()
     hit = hit.fill_null(False) if raw.width else pl.Series([False] * raw.height)
     for i in hit.arg_true().to_list():
         bad.append((lines[i], "bytes not valid UTF-8 (another encoding pasted in?)", []))
     keep = ~hit
-    return raw.filter(keep), [n for n, k in zip(lines, keep, strict=True) if k], bad
+    kept_lines = [n for n, k in zip(lines, keep, strict=True) if k]
+    return raw.filter(keep), kept_lines, bad, None if raw_text is None else raw_text.filter(keep)
 
 
 def _format_of(path: Path, source: SourceMapping) -> str:
@@ -174,78 +252,6 @@ def _format_of(path: Path, source: SourceMapping) -> str:
 
 # A quarantined row: physical line, problem, raw fields.
 _BadRow = tuple[int, str, list[str]]
-
-
-def _read_csv(
-    text: str, source: SourceMapping, path: Path, cfg: IngestConfig
-) -> tuple[pl.DataFrame, list[int], list[_BadRow], int]:
-    """Parse with the csv module (quoted newlines and commas), keeping each row's first line.
-
-    The header is the configured row, else the row found below titles and blank rows; its
-    line is returned last. A bad row that spans several physical lines (an unbalanced quote
-    swallowing the rows after it) is rejected at its first line only; reading resumes on the
-    next line.
-    """
-    physical = list(io.StringIO(text, newline=""))
-
-    def reader_from(line: int) -> Iterator[list[str]]:
-        return csv.reader(iter(physical[line:]), delimiter=source.delimiter)
-
-    reader = reader_from(0)
-    # (first line, last line, row or [] for a parse error) of the rows searched for the header
-    head: list[tuple[int, int, list[str]]] = []
-    while len(head) < _HEADER_SEARCH:
-        start = reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error:
-            row = []
-        head.append((start, reader.line_num, row))
-    candidates = [row for _, _, row in head]
-    if not any(candidates):
-        raise IngestError(f"{path}: empty file, no header row")
-    if source.header_row is not None:
-        index = next((i for i, (n, _, _) in enumerate(head) if n >= source.header_row), 0)
-    else:
-        index = find_header_row(candidates, cfg)
-    header_line, offset, header = head[index]
-    width = len(header)
-    reader = reader_from(offset)  # offset: physical lines before the current reader's first
-    rows: list[list[str]] = []
-    lines: list[int] = []
-    bad: list[_BadRow] = []
-    while True:
-        start = offset + reader.line_num + 1
-        try:
-            row = next(reader)
-            problem = None if not row or len(row) == width else f"expected {width} fields"
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            row, problem = [], f"unparseable CSV: {exc}"
-        if problem is None:
-            if row:  # a blank physical line is not a record
-                rows.append(row)
-                lines.append(start)
-            continue
-        end = offset + reader.line_num
-        if row and end == start:
-            problem += f", found {len(row)}"
-        elif end > start:
-            problem += (
-                f" (an unbalanced quote here ran on to line {end}; read again from {start + 1})"
-            )
-            reader, offset = reader_from(start), start
-        fields = row if end == start else [physical[start - 1]]
-        bad.append((start, problem, [field[:1000] for field in fields]))
-    names = _unique_headers(header)
-    frame = pl.DataFrame(
-        {name: [r[i] for r in rows] for i, name in enumerate(names)},
-        schema={name: pl.String for name in names},
-    )
-    return frame, lines, bad, header_line
 
 
 def _read_xlsx(
@@ -278,7 +284,7 @@ def _read_xlsx(
         raise IngestError(f"{path}: cannot read spreadsheet: {exc}") from exc
     headers = {}
     for i, grid in grids.items():
-        top = [list(r) for r in grid.head(_HEADER_SEARCH).rows()]
+        top = [list(r) for r in grid.head(HEADER_ROWS).rows()]
         headers[i] = find_header_row(top, cfg) if top else 0
     if source.sheet is None and len(grids) > 1:
         chosen = max(
@@ -337,7 +343,7 @@ def _read_json(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_Ba
         for i, o in enumerate(data)
         if not isinstance(o, dict)
     ]
-    return _frame_from_objects([o for _, o in good]), [n for n, _ in good], bad
+    return _objects_frame([o for _, o in good])[0], [n for n, _ in good], bad
 
 
 def _json_loads(text: str) -> object:
@@ -351,29 +357,30 @@ def _json_problem(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def _read_jsonl(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:
-    objects, lines, bad = [], [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+def _jsonl_rows(lines: Iterator[str]) -> Iterator[tuple[int, str | None, object]]:
+    """(line, problem or None, the object or [the line]) for each non-blank line."""
+    for number, line in enumerate(lines, start=1):
+        line = line.rstrip("\r\n")
         if not line.strip():
             continue
         try:
             obj = _json_loads(line)
         except json.JSONDecodeError as exc:
-            bad.append((number, f"invalid JSON: {exc.msg}", [line]))
+            yield number, f"invalid JSON: {exc.msg}", [line]
             continue
         except (RecursionError, ValueError) as exc:
-            bad.append((number, f"unreadable JSON: {_json_problem(exc)}", [line[:200]]))
+            yield number, f"unreadable JSON: {_json_problem(exc)}", [line[:200]]
             continue
-        if not isinstance(obj, dict):
-            bad.append((number, "line is not a JSON object", [line]))
-            continue
-        objects.append(obj)
-        lines.append(number)
-    return _frame_from_objects(objects), lines, bad
+        if isinstance(obj, dict):
+            yield number, None, obj
+        else:
+            yield number, "line is not a JSON object", [line]
 
 
-def _frame_from_objects(objects: list[dict]) -> pl.DataFrame:
-    """Top-level scalar values as strings; nested values as their JSON text."""
+def _objects_frame(objects: list[dict]) -> tuple[pl.DataFrame, pl.Series]:
+    """Top-level scalar values as strings, nested values as their JSON text; and each
+    object's values joined, its raw text for the record id (whatever keys other objects
+    have)."""
     keys = list(dict.fromkeys(k for obj in objects for k in obj))
 
     def text(value: object) -> str | None:
@@ -381,10 +388,12 @@ def _frame_from_objects(objects: list[dict]) -> pl.DataFrame:
             return value
         return json.dumps(value, ensure_ascii=False)
 
-    return pl.DataFrame(
+    frame = pl.DataFrame(
         {k: [text(obj.get(k)) for obj in objects] for k in keys},
         schema={k: pl.String for k in keys},
     )
+    raw = ["\x1f".join(text(v) or "" for v in obj.values()) for obj in objects]
+    return frame, pl.Series(raw, dtype=pl.String)
 
 
 def _unique_headers(header: list[str]) -> list[str]:
@@ -430,21 +439,30 @@ def resolve_columns(
 
 
 def _map_fields(
-    raw: pl.DataFrame, source: SourceMapping, mapping: dict[str, list[str]]
-) -> pl.DataFrame:
+    raw: pl.DataFrame,
+    source: SourceMapping,
+    mapping: dict[str, list[str]],
+    carry: dict[str, str | None],
+) -> tuple[pl.DataFrame, dict[str, str | None]]:
+    """The record fields of a part; `carry` holds the last value of each filled-down column
+    in the parts before it, and the new carry is returned."""
+    missing = {h for hs in mapping.values() for h in hs} - set(raw.columns)
+    raw = raw.with_columns(pl.lit(None, dtype=pl.String).alias(h) for h in sorted(missing))
+
     def blank_to_null(header: str) -> pl.Expr:
         text = pl.col(header).str.strip_chars()
         return pl.when(text.str.len_chars() > 0).then(text)
 
+    # Fill-down works per source column, before joining: in a merged-cell export each
+    # column's blank cell repeats that column's value above, in an earlier part too.
+    filled = [h for name in source.fill_down for h in mapping.get(name) or []]
+    down = {
+        h: blank_to_null(h).forward_fill().fill_null(pl.lit(carry.get(h), dtype=pl.String))
+        for h in filled
+    }
     exprs = []
     for name in WORKORDER_FIELDS:
-        headers = mapping.get(name)
-        # Fill-down works per source column, before joining: in a merged-cell export each
-        # column's blank cell repeats that column's value above.
-        parts = [
-            blank_to_null(h).forward_fill() if name in source.fill_down else blank_to_null(h)
-            for h in headers or []
-        ]
+        parts = [down.get(h, blank_to_null(h)) for h in mapping.get(name) or []]
         if not parts:
             expr = pl.lit(None, dtype=pl.String)
         elif len(parts) == 1:
@@ -456,18 +474,26 @@ def _map_fields(
     customers = [blank_to_null(h) for h in mapping.get(CUSTOMER_COLUMN) or []]
     if customers:  # the names are kept for redaction, the column never published
         exprs.append(pl.coalesce(customers).alias(CUSTOMER_COLUMN))
-    return raw.select(exprs)
+    if down and raw.height:
+        carry = raw.select(expr.last().alias(h) for h, expr in down.items()).row(0, named=True)
+    return raw.select(exprs), carry
 
 
 def _with_lineage(
-    records: pl.DataFrame, raw: pl.DataFrame, rel: str, lines: list[int]
+    records: pl.DataFrame,
+    raw: pl.DataFrame,
+    rel: str,
+    lines: list[int],
+    raw_text: pl.Series | None = None,
 ) -> pl.DataFrame:
-    """Add source_kind, source_file, source_row and a record_id stable across runs."""
-    raw_text = (
-        raw.select(pl.concat_str(pl.all().fill_null(""), separator="\x1f")).to_series()
-        if raw.width
-        else pl.Series([""] * raw.height)
-    )
+    """Add source_kind, source_file, source_row and a record_id stable across runs (from the
+    row's raw text: `raw_text`, else its cells joined)."""
+    if raw_text is None:
+        raw_text = (
+            raw.select(pl.concat_str(pl.all().fill_null(""), separator="\x1f")).to_series()
+            if raw.width
+            else pl.Series([""] * raw.height)
+        )
     rows = pl.Series("source_row", lines, dtype=pl.Int64)
     out = records.with_columns(
         record_ids(SOURCE_KIND, rel, rows, raw_text),

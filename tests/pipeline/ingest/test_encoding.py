@@ -3,7 +3,14 @@ import random
 
 import pytest
 
-from pipeline.ingest.encoding import EncodingError, detect_encoding, read_text
+from pipeline.ingest.encoding import (
+    EncodingError,
+    decode,
+    detect_encoding,
+    read_text,
+    scan_encoding,
+    text_lines,
+)
 
 ZH = "主轴过热报警 SP9001，检查冷却风扇；更换X轴编码器电缆后恢复。"
 EN = "SV0401 V READY OFF on X axis; replaced the amplifier fan."
@@ -54,3 +61,37 @@ def test_read_text_detects_and_honours_configured_encoding(tmp_path) -> None:
         read_text(path, "utf-8")
     with pytest.raises(EncodingError, match="unknown encoding 'klingon'"):
         read_text(path, "klingon")
+
+
+@pytest.mark.parametrize(
+    ("data", "expected", "some_lines_bad"),
+    [
+        (EN.encode("ascii"), "utf-8", False),
+        (codecs.BOM_UTF8 + ZH.encode("utf-8"), "utf-8-sig", False),
+        (ZH.encode("utf-16"), "utf-16", False),
+        (("报警号,报警信息\n" * 3000 + "SV0401,伺服V就绪信号关闭\n").encode("gbk"), "gbk", False),
+        # a GBK line pasted into a UTF-8 export, past the first block read
+        ((ZH + "\n").encode() * 40000 + "X轴过载\n".encode("gbk"), "utf-8", True),
+    ],
+)
+def test_scan_encoding_agrees_with_decode_without_holding_the_file(
+    tmp_path, data: bytes, expected: str, some_lines_bad: bool
+) -> None:
+    path = tmp_path / "export.csv"
+    path.write_bytes(data)
+    text, encoding, bad = decode(data, path)
+    assert (encoding, bool(bad)) == (expected, some_lines_bad)
+    assert scan_encoding(path) == (expected, some_lines_bad)
+    assert "".join(text_lines(path, expected, some_lines_bad)) == text
+
+
+def test_text_lines_name_the_line_of_a_bad_byte(tmp_path) -> None:
+    path = tmp_path / "history.csv"
+    path.write_bytes((ZH + "\n").encode() * 3 + "X轴过载\n".encode("gbk"))
+    with pytest.raises(EncodingError, match=r"history\.csv:4: not valid utf-8"):
+        list(text_lines(path, "utf-8"))
+    path.write_bytes(b"SV0401\nSV\x000401\n")
+    with pytest.raises(EncodingError, match=r"history\.csv:2: NUL byte"):
+        list(text_lines(path, "utf-8"))
+    with pytest.raises(EncodingError, match="unknown encoding 'klingon'"):
+        scan_encoding(path, "klingon")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -10,6 +11,7 @@ from pipeline.ingest.workorders import (
     IngestError,
     discover_files,
     read_workorder_file,
+    read_workorder_parts,
     resolve_columns,
 )
 from schemas.config import load_config
@@ -257,3 +259,74 @@ def test_sample_xlsx_merged_blocks_filled(sample_data):
     kept = read_workorder_file(root / "工单导出_merged.xlsx", root, IngestConfig()).result.kept
     assert kept["asset"].null_count() == 0
     assert kept["machine_model"].null_count() == 0
+
+
+def _parts(path: Path, rows: int | None, cfg: IngestConfig | None = None) -> list:
+    return list(read_workorder_parts(path, path.parent, cfg or IngestConfig(), rows))
+
+
+def _joined(parts: list) -> tuple[pl.DataFrame, pl.DataFrame]:
+    kept = pl.concat([p.result.kept for p in parts])
+    rejected = pl.concat([p.result.rejected for p in parts])
+    return kept, rejected
+
+
+def test_csv_read_in_parts_equals_the_whole_read(tmp_path):
+    """A titled GBK export with quoted newlines, a short row and an unbalanced quote, read in
+    parts of 2 rows: the same records, rejects, lines and ids as one read, each reject in
+    the part its line falls in, and the fill-down carried across parts."""
+    title = "设备维修记录导出,,,,,,,,,,\n导出时间：2024-04-01,,,,,,,,,,\n"
+    rows = (
+        ZH_ROWS
+        + "WO-2024-0103,VMC-04,FANUC,2024-03-17,only four fields\n"
+        + "WO-2024-0104,,FANUC 0i-MF,2024-03-18,刀库换刀卡滞,刀套气缸磨损,更换气缸,"
+        + "每月检查气压,王芳,已完成,\n"
+        + 'WO-2024-0105,VMC-05,FANUC 0i-MF,2024-03-19,"Z轴抖动,丝杠异响,,,,,,\n'
+        + "WO-2024-0106,,FANUC 0i-MF,2024-03-20,主轴报警SP9031,编码器线松动,重新紧固,"
+        + "加装线缆固定,张伟,已完成,\n"
+    )
+    path = write(tmp_path / "维修记录.csv", title + ZH_HEADER + rows, "gbk")
+    cfg = IngestConfig(sources=[SourceMapping(pattern="*.csv", fill_down=["asset"])])
+    whole = _parts(path, None, cfg)
+    parts = _parts(path, 2, cfg)
+    assert len(whole) == 1 and [p.rows for p in parts] == [3, 3]
+    assert [p.result.kept.height for p in parts] == [2, 2]
+    kept, rejected = _joined(parts)
+    assert kept.equals(whole[0].result.kept)
+    assert rejected.equals(whole[0].result.rejected)
+    assert kept["source_row"].to_list() == [4, 6, 8, 10]
+    assert kept["asset"].to_list() == ["VMC-03", "CK6150-02", "CK6150-02", "CK6150-02"]
+    assert [r.result.rejected["source_row"].to_list() for r in parts] == [[7], [9]]
+    assert rejected["detail"][1].startswith("维修记录.csv:9: expected 11 fields")
+    assert {p.columns["symptom"] for p in parts} == {"故障现象"}
+    assert {p.skipped for p in parts} == {2}  # the two title lines
+
+
+def test_jsonl_in_parts_keeps_record_ids_whatever_keys_other_lines_have(tmp_path):
+    lines = [
+        {"wo": "MWO-1", "text": "hydraulic pump leaking at shaft seal", "action": "replaced seal"},
+        {"wo": "MWO-2", "text": "conveyor belt tracking off", "action": "realigned idlers"},
+        {"wo": "MWO-3", "text": "coolant pump noisy", "action": "replaced bearing", "crew": "B"},
+    ]
+    text = "".join(json.dumps(o) + "\n" for o in lines) + "[1, 2]\n"
+    path = write(tmp_path / "mwo.jsonl", text, "utf-8")
+    whole = _parts(path, None)
+    parts = _parts(path, 1)
+    kept, rejected = _joined(parts)
+    assert kept.equals(whole[0].result.kept)
+    assert kept["record_id"].n_unique() == 3
+    assert rejected["detail"].to_list() == ["mwo.jsonl:4: line is not a JSON object"]
+
+
+def test_a_bad_byte_late_in_a_file_comes_after_its_first_parts(tmp_path):
+    """The export is read as a stream: the parts before a damaged line (past the rows the
+    column mapping looks at) are given before the reader reaches it; the error names it."""
+    body = ZH_ROWS * 300 + "WO-2024-0199,VMC-09,FANUC,2024-03-30,"
+    path = tmp_path / "export.csv"
+    path.write_bytes((ZH_HEADER + body).encode() + "坏".encode("gbk") + b",,,,,,\n")
+    cfg = IngestConfig(sources=[SourceMapping(pattern="*.csv", encoding="utf-8")])
+    reading = read_workorder_parts(path, tmp_path, cfg, 100)
+    first = next(reading)
+    assert first.result.kept["order_id"].to_list()[:2] == ["WO-2024-0101", "WO-2024-0102"]
+    with pytest.raises(InputFileError, match=r"export\.csv:902: not valid utf-8"):
+        list(reading)
