@@ -2,7 +2,7 @@
 
 Not a test. Usage:
     .venv/bin/python -m bench.bench_scale --rows 1000000 --workers 0 2
-    .venv/bin/python -m bench.bench_scale --rows 10000000 --workers 2
+    .venv/bin/python -m bench.bench_scale --rows 10000000 --workers 0 2 --corpora /var/tmp/corpora
 
 For each size it writes a synthetic corpus with `sample_data.generate` (8 CSV exports for 1M;
 one export per million beyond, each generated with its own seed), then
@@ -91,12 +91,19 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[0, 2])
     parser.add_argument("--shards", type=int, default=8, help="CSV exports generated")
     parser.add_argument("--keep", action="store_true", help="keep the generated corpora")
+    parser.add_argument(
+        "--corpora", type=Path, help="folder of corpora kept from an earlier run (made if missing)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cnc-bench-scale-"))
     try:
         for rows in args.rows:
-            corpus = work / f"corpus-{rows}"
-            generate(rows, corpus, args.shards)
+            corpus = (args.corpora or work) / f"corpus-{rows}"
+            done = corpus.with_suffix(".done")  # outside the corpus: not an input
+            if not done.exists():
+                shutil.rmtree(corpus, ignore_errors=True)
+                generate(rows, corpus, args.shards)
+                done.touch()
             for workers in args.workers:
                 out = work / f"out-{rows}-{workers}"
                 figures = run_flow(corpus, out, workers, work)
