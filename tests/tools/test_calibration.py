@@ -136,13 +136,14 @@ def test_row_parsing_units_and_totals() -> None:
 
 
 def test_headline_figures_reached_leave_one_source_out(report) -> None:  # type: ignore[no-untyped-def]
-    # the figures docs/calibration.md reports (8.3 %, 33.0 %, 8 %), with a little slack
+    # the figures docs/calibration.md reports (8.9 %, 29.0 %, 21 %), with a little slack; issue
+    # 11's three new sources raised the share under-estimated from 8 % (195 rows) to 21 %
     head = summarize(report["loso"])
     assert head["median_ape"] <= 0.09, head
-    assert head["p90_ape"] <= 0.35, head
-    assert head["under_10"] <= 0.10, head
-    expected = summarize(report["loso"], "err_expected")  # no bias: 7.1 %, 26.5 %
-    assert expected["median_ape"] <= 0.08 and expected["p90_ape"] <= 0.28, expected
+    assert head["p90_ape"] <= 0.30, head
+    assert head["under_10"] <= 0.22, head
+    expected = summarize(report["loso"], "err_expected")  # no bias: 9.4 %, 27.3 %
+    assert expected["median_ape"] <= 0.10 and expected["p90_ape"] <= 0.28, expected
     # every fold's bias was fitted without the held-out source and kept the median cap
     assert all(0.0 <= c[2] <= 0.2 for c in report["loso_constants"].values())
 
