@@ -90,8 +90,26 @@ def _measured_kind(source: str) -> str:
     return "device"
 
 
+# Rows of the shared CSV (read-only, so no `use` column) whose published figure its own stated
+# settings rule out: the reason is printed under "Rows not used" in the report.
+SHARED_EXCLUDED: dict[int, str] = {
+    20: (
+        "torchtune 2024-05 Llama-2-7B LoRA, 16.2 GB/GPU with 4 x 2048 tokens and no activation "
+        "checkpointing: the q/k/v and gate/up/SiLU outputs alone that every layer keeps "
+        "(at least 90 kB per token per layer) come to 32 x 8192 x 90 kB = 23.6 GB"
+    ),
+    23: (
+        "torchtune 2024-05 Llama-2-70B LoRA, 26.4 GB/GPU: the bf16 weight shard (69B x 2 B / 8 "
+        "= 17.2 GB) plus the checkpointed layer inputs (80 x 16384 tokens x 8192 x 2 B = 21.5 GB)"
+        " already exceed it"
+    ),
+}
+
+
 def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> CalibrationCase | str:
     """Estimator inputs for one CSV row, or the reason it cannot be used."""
+    if file == "shared" and i in SHARED_EXCLUDED:
+        return SHARED_EXCLUDED[i]
     source, notes = str(r["source"]), str(r["notes"] or "")
     method_raw, prec = str(r["method"]), str(r["precision"])
     opt = str(r["optimizer"]).lower()
@@ -191,6 +209,7 @@ def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> Calibrati
     kw.update(tp=tp, pp=pp, dp=max(n_gpus // (tp * pp), 1))
     if "cpu offload" in z or "on cpu" in opt:
         kw["offload"] = "all"
+    kw["deepspeed"] = "deepspeed" in z
     if "deepspeed" in z and kw["method"] == "full":
         kw["fp32_grad_accum"] = True  # DeepSpeed keeps fp32 gradient partitions
     if pp > 1 and "split into pp microbatches" in notes.lower():

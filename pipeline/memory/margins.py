@@ -8,8 +8,8 @@ DEFAULT_PLAN_MARGIN = 0.18
 PLAN_MARGINS: dict[str, float] = {
     "LoRA": 0.12,
     "LoRA + trainable embeddings": 0.11,
-    "LoRA, sharded/parallel": 0.17,
-    "QLoRA (GPTQ int4)": 0.22,
+    "LoRA, sharded/parallel": 0.18,
+    "QLoRA (GPTQ int4)": 0.15,
     "QLoRA (NF4)": 0.27,
     "full": 0.11,
     "full, paged/offloaded states": 0.58,

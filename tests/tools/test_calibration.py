@@ -15,6 +15,7 @@ from tools.calibration import (
     LOSO_MEDIAN_LIMIT,
     MEDIAN_APE_LIMIT,
     PROJECT_CSV,
+    SHARED_EXCLUDED,
     _estimates,
     _parts,
     by_regime,
@@ -157,3 +158,12 @@ def test_the_fit_reproduces_the_estimator(report) -> None:  # type: ignore[no-un
             b = estimate(get_model(c.model), c.setup.model_copy(
                 update={"allocator_reserve": reserve, "fragmentation": frag}))  # fmt: skip
             assert f == pytest.approx(b.measured(c.measured_kind), rel=1e-6, abs=64), c.label
+
+
+def test_shared_rows_that_contradict_their_settings_are_reported_not_used() -> None:
+    if not DEFAULT_CSV.exists():
+        pytest.skip(f"../shared not present: {DEFAULT_CSV}")
+    df = pl.read_csv(DEFAULT_CSV, infer_schema_length=None)
+    for i, reason in SHARED_EXCLUDED.items():
+        assert "torchtune" in str(df.row(i, named=True)["source"])
+        assert row_to_case(i, df.row(i, named=True)) == reason
