@@ -122,6 +122,9 @@ class TrainingSetup(BaseModel):
     lora_dropout: float = Field(default=0.05, ge=0.0, lt=1.0)
     train_embeddings: bool = False  # embeddings and lm_head fully trainable (modules_to_save)
     stack: Stack = "hf"
+    # HF Trainer hands mixed precision to DeepSpeed's engine: the model is cast to bf16/fp16 and
+    # no torch.autocast region runs (accelerate enables native AMP only without DeepSpeed).
+    deepspeed: bool = False
     variable_length: bool = False  # batch shapes vary (unpacked rows padded per batch)
     cuda_context_gib: float = Field(default=0.5, ge=0.0)
     allocator_reserve: float = Field(default=ALLOCATOR_RESERVE, ge=0.0)

@@ -374,7 +374,7 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
         buffers += gathered + ZERO3_PREFETCH_ELEMENTS * 2.0
         if s.stack == "lightning" and not full and quant is None:
             gradients += base_w / shard  # FSDP1 flat parameter: frozen weights get grad shards
-    elif s.zero in (1, 2) and shard > 1:
+    elif s.zero in (1, 2) and (shard > 1 or s.deepspeed):  # DeepSpeed allocates them on one GPU too
         buffers += 2 * min(ZERO_BUCKET_ELEMENTS, trainable) * 2.0
     if quant is not None:
         buffers += pc.largest_linear / tp * 2.0

@@ -9,7 +9,7 @@ PLAN_MARGINS: dict[str, float] = {
     "LoRA": 0.12,
     "LoRA + trainable embeddings": 0.11,
     "LoRA, sharded/parallel": 0.24,
-    "QLoRA (GPTQ int4)": 0.19,
+    "QLoRA (GPTQ int4)": 0.17,
     "QLoRA (GPTQ int4), sharded/parallel": 0.64,
     "QLoRA (NF4)": 0.52,
     "QLoRA (NF4), paged/offloaded states": 0.39,

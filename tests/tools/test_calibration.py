@@ -15,6 +15,7 @@ from tools.calibration import (
     LOSO_MEDIAN_LIMIT,
     MEDIAN_APE_LIMIT,
     PROJECT_CSV,
+    SHARED_EXCLUDED,
     _estimates,
     _parts,
     by_regime,
@@ -136,13 +137,13 @@ def test_row_parsing_units_and_totals() -> None:
 
 
 def test_headline_figures_reached_leave_one_source_out(report) -> None:  # type: ignore[no-untyped-def]
-    # the figures docs/calibration.md reports (8.9 %, 29.0 %, 21 %), with a little slack; issue
-    # 11's three new sources raised the share under-estimated from 8 % (195 rows) to 21 %
+    # the figures docs/calibration.md reports (8.7 %, 28.3 %, 20 %), with a little slack; issue
+    # 11's three new sources raised the share under-estimated by >10 % from 8 % (195 rows)
     head = summarize(report["loso"])
     assert head["median_ape"] <= 0.09, head
-    assert head["p90_ape"] <= 0.30, head
-    assert head["under_10"] <= 0.22, head
-    expected = summarize(report["loso"], "err_expected")  # no bias: 9.4 %, 27.3 %
+    assert head["p90_ape"] <= 0.29, head
+    assert head["under_10"] <= 0.21, head
+    expected = summarize(report["loso"], "err_expected")  # no bias: 9.1 %, 27.1 %
     assert expected["median_ape"] <= 0.10 and expected["p90_ape"] <= 0.28, expected
     # every fold's bias was fitted without the held-out source and kept the median cap
     assert all(0.0 <= c[2] <= 0.2 for c in report["loso_constants"].values())
@@ -158,3 +159,12 @@ def test_the_fit_reproduces_the_estimator(report) -> None:  # type: ignore[no-un
             b = estimate(get_model(c.model), c.setup.model_copy(
                 update={"allocator_reserve": reserve, "fragmentation": frag}))  # fmt: skip
             assert f == pytest.approx(b.measured(c.measured_kind), rel=1e-6, abs=64), c.label
+
+
+def test_shared_rows_that_contradict_their_settings_are_reported_not_used() -> None:
+    if not DEFAULT_CSV.exists():
+        pytest.skip(f"../shared not present: {DEFAULT_CSV}")
+    df = pl.read_csv(DEFAULT_CSV, infer_schema_length=None)
+    for i, reason in SHARED_EXCLUDED.items():
+        assert "torchtune" in str(df.row(i, named=True)["source"])
+        assert row_to_case(i, df.row(i, named=True)) == reason

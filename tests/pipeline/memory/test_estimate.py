@@ -276,3 +276,18 @@ def test_paged_optimizer_states_live_outside_the_allocator() -> None:
     # 32-bit paged AdamW in pure bf16: two bf16 moments, 4 B per parameter
     p32 = estimate(llama, s.model_copy(update={"optimizer": "paged_adamw"}))
     assert p32.paged_optimizer == pytest.approx(param_counts(llama).total * 4.0, rel=1e-6)
+
+
+def test_deepspeed_stage2_buckets_on_one_gpu() -> None:
+    # DeepSpeed's stage-1/2 optimizer allocates its reduce and all-gather buckets whatever the
+    # world size; bounded by what trains. Qwen2.5-7B LoRA r=16 on all linears: per layer
+    # 16 x (7168 + 4096 + 4096 + 7168 + 3 x 22528) = 1,441,792 adapter params, x 28 layers.
+    s = TrainingSetup(method="lora", lora_rank=16, zero=2, dp=1, seq_len=512)
+    trainable = 16 * (7168 + 4096 + 4096 + 7168 + 3 * 22528) * 28
+    assert trainable == 40_370_176
+    plain = estimate(QWEN7, s)
+    ds = estimate(QWEN7, s.model_copy(update={"deepspeed": True}))
+    assert plain.buffers == 0  # no DeepSpeed, one GPU: nothing to reduce
+    assert ds.buffers == 2 * trainable * 2  # two 16-bit buckets of min(5e8, trainable)
+    full = s.model_copy(update={"method": "full", "deepspeed": True})
+    assert estimate(QWEN7, full).buffers == int(2 * 5e8 * 2)  # capped at 5e8 elements each
