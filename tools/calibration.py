@@ -225,8 +225,13 @@ def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> Calibrati
         kw["lora_targets"] = targets
         rank = re.search(r"\br=(\d+)", notes)
         kw["lora_rank"] = int(rank.group(1)) if rank else 8
-        # torchtune and LLaMA-Factory default to lora_dropout 0; Qwen's finetune.py and swift 0.05
-        kw["lora_dropout"] = 0.0 if torchtune or "llama-factory" in source.lower() else 0.05
+        # as stated; else torchtune and LLaMA-Factory default to 0, Qwen's finetune.py and swift
+        # to 0.05
+        drop = re.search(r"dropout[ =:]*(0(?:\.\d+)?)\b", notes)
+        default = 0.0 if torchtune or "llama-factory" in source.lower() else 0.05
+        kw["lora_dropout"] = float(drop.group(1)) if drop else default
+        if "no fp32 upcast" in f"{notes} {r.get('caveats') or ''}":
+            kw["kbit_upcast"] = False  # the trainer prepares the 4-bit base without the upcast
 
     stack = r.get("stack")
     if not stack:

@@ -133,6 +133,17 @@ def test_row_parsing_units_and_totals() -> None:
     assert bnb.setup.variable_length and bnb.measured_kind == "allocated"
     gptq8 = row_to_case(0, _row(method="LoRA (GPTQ int8 base)"))
     assert not isinstance(gptq8, str) and gptq8.setup.quantization == "gptq_int8"
+    assert not isinstance(c, str) and (c.setup.lora_dropout, c.setup.kbit_upcast) == (0.05, None)
+    stated = row_to_case(
+        0,
+        _row(
+            method="QLoRA (bnb NF4 base)",
+            notes="LoRA r=16 dropout 0.0 on q,v",
+            caveats="train.py prepares the base itself: no fp32 upcast",
+        ),
+    )
+    assert not isinstance(stated, str)
+    assert (stated.setup.lora_dropout, stated.setup.kbit_upcast) == (0.0, False)
     assert row_to_case(0, _row(use="no: peak is a load transient")) == "peak is a load transient"
 
 

@@ -291,3 +291,43 @@ def test_deepspeed_stage2_buckets_on_one_gpu() -> None:
     assert ds.buffers == 2 * trainable * 2  # two 16-bit buckets of min(5e8, trainable)
     full = s.model_copy(update={"method": "full", "deepspeed": True})
     assert estimate(QWEN7, full).buffers == int(2 * 5e8 * 2)  # capped at 5e8 elements each
+
+
+def test_kbit_upcast_makes_the_residual_stream_fp32() -> None:
+    # PEFT's prepare_model_for_kbit_training (hf stack, bnb base, one GPU) leaves embeddings and
+    # norms fp32: the hidden states and bnb's outputs (cast back to the input dtype) are fp32.
+    # Hand-worked for Qwen2.5-7B (h 3584, f 18944), adapters on q,k,v,o without dropout.
+    qkvo = ("q_proj", "k_proj", "v_proj", "o_proj")
+    s = TrainingSetup(method="qlora", seq_len=2048, lora_dropout=0.0, lora_targets=qkvo)
+    h, f = QWEN7.hidden_size, QWEN7.intermediate_size
+    hf = {x.name: x.bytes_per_token for x in layer_saved_tensors(QWEN7, s)}
+    bf16 = {
+        x.name: x.bytes_per_token
+        for x in layer_saved_tensors(QWEN7, s.model_copy(update={"kbit_upcast": False}))
+    }
+    # each of q, k, v saves its own bf16 cast of the input, the fp32 adapters the fp32 input
+    assert (hf["qkv_in"], bf16["qkv_in"]) == (3 * 2 * h + 4 * h, 2 * h)
+    assert (hf["gate_up_in"], bf16["gate_up_in"]) == (2 * 2 * h, 2 * h)
+    assert (hf["gate_up_silu"], bf16["gate_up_silu"]) == (3 * 4 * f, 3 * 2 * f)
+    assert hf["down_in"] == bf16["down_in"] == 2 * f  # bnb's bf16 cast of the fp32 product
+    assert hf["q_k_v"] == bf16["q_k_v"]  # HF casts q, k, v back to bf16 for flash attention
+    # checkpointed layer inputs: 4 B instead of 2 B per hidden element, per layer
+    up, down = estimate(QWEN7, s), estimate(QWEN7, s.model_copy(update={"kbit_upcast": False}))
+    tokens, n = 2048, QWEN7.num_layers
+    rebuilt = (sum(hf.values()) - sum(bf16.values())) * tokens
+    working = 2 * (4 - 2) * f * tokens  # fp32 gradients of gate and up
+    extra = (4 - 2) * h * tokens * n + rebuilt + working
+    assert up.components["activations"] - down.components["activations"] == pytest.approx(extra)
+    # TRL skips the preparation when the 4-bit weights are sharded; torchtune never runs it
+    sharded = s.model_copy(update={"zero": 3, "dp": 2})
+    assert (
+        estimate(QWEN7, sharded).components["activations"]
+        < (
+            estimate(QWEN7, sharded.model_copy(update={"kbit_upcast": True})).components[
+                "activations"
+            ]
+        )
+    )
+    tt = estimate(QWEN7, s.model_copy(update={"stack": "torchtune"}))
+    assert tt.components["activations"] == down.components["activations"]
+    assert tt.weights == down.weights < up.weights  # no fp32 embeddings, lm_head or norms
