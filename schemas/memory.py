@@ -127,6 +127,10 @@ class TrainingSetup(BaseModel):
     # TRL and accelerate skip it (sharded QLoRA); False where a trainer prepares without the
     # upcast (fms-acceleration's bnb plugin, Answer.AI's train.py).
     kbit_upcast: bool | None = None
+    # The training loop holds the model output (and so its logits) through backward, as a
+    # hand-written loop does (`output = model(...)`; `output.loss.backward()`); HF Trainer
+    # returns only the loss from compute_loss.
+    output_held: bool = False
     stack: Stack = "hf"
     # HF Trainer hands mixed precision to DeepSpeed's engine: the model is cast to bf16/fp16 and
     # no torch.autocast region runs (accelerate enables native AMP only without DeepSpeed).

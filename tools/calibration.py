@@ -233,6 +233,8 @@ def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> Calibrati
         if "no fp32 upcast" in f"{notes} {r.get('caveats') or ''}":
             kw["kbit_upcast"] = False  # the trainer prepares the 4-bit base without the upcast
 
+    caveats = str(r.get("caveats") or "")
+    kw["output_held"] = "holds the model output through backward" in caveats
     stack = r.get("stack")
     if not stack:
         stack = next((k for k in ("torchtune", "torchtitan") if k in source), "hf")

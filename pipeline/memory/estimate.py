@@ -47,6 +47,7 @@ INT8_BYTES = 1.0
 # Logit-element bytes at the loss spike (start of backward) by loss implementation.
 LOGIT_BYTES_STANDARD = 12.0  # fp32 log-probs (saved) + fp32 grad of log-probs + fp32 grad of logits
 LOGIT_BYTES_BF16_CHUNK = 2.0  # chunked: bf16 logits chunks stay materialized
+LOGIT_BYTES_HELD = 4.0  # fp32 logits of a model output the training loop still holds
 
 # DeepSpeed defaults, in elements (16-bit): ZeRO-1/2 reduce and all-gather buckets, ZeRO-3
 # prefetch bucket.
@@ -301,7 +302,11 @@ def logits_bytes(m: ModelSpec, s: TrainingSetup) -> float:
     tokens = s.tokens
     v = m.vocab_size / s.tp  # vocab-parallel output layer and cross-entropy
     if s.loss == "standard":
-        return tokens * v * LOGIT_BYTES_STANDARD
+        # A loop that keeps the model output through backward (`output = model(...)`, then
+        # `output.loss.backward()`) also keeps its logits, which HF's Llama-style forward
+        # returned upcast to fp32 (`logits.float()`); HF Trainer drops them in compute_loss.
+        held = LOGIT_BYTES_HELD if s.output_held else 0.0
+        return tokens * v * (LOGIT_BYTES_STANDARD + held)
     if s.loss == "chunked":
         return tokens * v * (LOGIT_BYTES_BF16_CHUNK + LOGIT_BYTES_STANDARD / s.loss_chunks)
     # fused: chunks of ceil(tokens / ceil(V/h)) rows (Liger's rule), i.e. about tokens*h logits,
@@ -420,6 +425,13 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
     if s.offload == "all":
         weights, buffers = 0.0, gathered
         gradients = 0.0
+    if s.zero == 3 and shard > 1 and not s.deepspeed:
+        # FSDP (1 and 2) does not reshard the root unit after forward, "with the intention that
+        # they are immediately used for backward": the parameters outside the wrapped decoder
+        # layers (embeddings, final norm, lm_head) stay unsharded through the backward pass.
+        root_b = 4.0 if kbit_upcast(s) else w_b
+        root = (big_params + (pc.final_norm if has_head else 0)) * root_b
+        buffers += root * (1.0 if s.offload == "all" else 1.0 - 1.0 / shard)
 
     in_flight = min(s.pp, s.grad_accum_steps) if stage == "first" else 1
     acts = activation_bytes(m, s, n_layers, in_flight)

@@ -43,7 +43,7 @@ def test_mixed_precision_adam_is_16_bytes_per_param() -> None:
 def test_zero3_divides_model_states_by_dp() -> None:
     s = TrainingSetup(method="full", seq_len=128, recompute="full", cuda_context_gib=0)
     one = estimate(QWEN7, s)
-    eight = estimate(QWEN7, s.model_copy(update={"zero": 3, "dp": 8}))
+    eight = estimate(QWEN7, s.model_copy(update={"zero": 3, "dp": 8, "deepspeed": True}))
     psi = param_counts(QWEN7).total
     assert eight.optimizer == pytest.approx(12 * psi / 8, rel=1e-6)
     assert eight.gradients == pytest.approx(2 * psi / 8, rel=1e-6)
@@ -331,3 +331,30 @@ def test_kbit_upcast_makes_the_residual_stream_fp32() -> None:
     tt = estimate(QWEN7, s.model_copy(update={"stack": "torchtune"}))
     assert tt.components["activations"] == down.components["activations"]
     assert tt.weights == down.weights < up.weights  # no fp32 embeddings, lm_head or norms
+
+
+def test_fsdp_keeps_the_root_unit_unsharded() -> None:
+    # FSDP does not reshard its root unit after forward: embeddings, final norm and lm_head
+    # (Qwen2.5-7B: 2 x 152,064 x 3,584 + 3,584 params, bf16) stay whole through backward, i.e.
+    # (1 - 1/dp) of them on top of the shard. DeepSpeed ZeRO-3 releases them like any module.
+    s = TrainingSetup(method="lora", zero=3, dp=4, seq_len=512, stack="torchtune")
+    fsdp = estimate(QWEN7, s)
+    ds = estimate(QWEN7, s.model_copy(update={"deepspeed": True}))
+    root = (2 * QWEN7.vocab_size * QWEN7.hidden_size + QWEN7.hidden_size) * 2
+    assert fsdp.buffers - ds.buffers == pytest.approx(root * (1 - 1 / 4), rel=1e-9)
+    # with the parameters offloaded to the CPU, the whole root unit is on the GPU
+    off = estimate(QWEN7, s.model_copy(update={"offload": "all"}))
+    off_ds = estimate(QWEN7, s.model_copy(update={"offload": "all", "deepspeed": True}))
+    assert off.buffers - off_ds.buffers == pytest.approx(root, rel=1e-9)
+
+
+def test_a_loop_holding_the_output_keeps_fp32_logits() -> None:
+    # `output = model(...)`; `output.loss.backward()`: the returned fp32 logits (4 B per logit)
+    # stay alive next to the loss's 12 B (2,048 tokens x 152,064 vocabulary)
+    s = TrainingSetup(method="lora", seq_len=2048)
+    held = estimate(QWEN7, s.model_copy(update={"output_held": True}))
+    assert held.logits_and_loss - estimate(QWEN7, s).logits_and_loss == 2048 * 152064 * 4
+    chunked = s.model_copy(update={"loss": "chunked"})
+    assert estimate(QWEN7, chunked.model_copy(update={"output_held": True})).logits_and_loss == (
+        estimate(QWEN7, chunked).logits_and_loss
+    )
