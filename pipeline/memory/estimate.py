@@ -425,10 +425,12 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
     if s.offload == "all":
         weights, buffers = 0.0, gathered
         gradients = 0.0
-    if s.zero == 3 and shard > 1 and not s.deepspeed:
-        # FSDP (1 and 2) does not reshard the root unit after forward, "with the intention that
-        # they are immediately used for backward": the parameters outside the wrapped decoder
-        # layers (embeddings, final norm, lm_head) stay unsharded through the backward pass.
+    if s.zero == 3 and shard > 1 and not s.deepspeed and s.stack in ("hf", "lightning"):
+        # FSDP1 (accelerate, Lightning, hand-written loops) does not reshard the root unit after
+        # forward, "with the intention that they are immediately used for backward": what is
+        # outside the wrapped decoder layers (embeddings, final norm, lm_head) stays unsharded
+        # through the backward pass. The PyTorch-native recipes (FSDP2) can shard embeddings
+        # and output as their own units (torchtune's custom_sharded_layers), so not counted.
         root_b = 4.0 if kbit_upcast(s) else w_b
         root = (big_params + (pc.final_norm if has_head else 0)) * root_b
         buffers += root * (1.0 if s.offload == "all" else 1.0 - 1.0 / shard)

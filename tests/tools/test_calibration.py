@@ -148,14 +148,15 @@ def test_row_parsing_units_and_totals() -> None:
 
 
 def test_headline_figures_reached_leave_one_source_out(report) -> None:  # type: ignore[no-untyped-def]
-    # the figures docs/calibration.md reports (8.7 %, 28.3 %, 20 %), with a little slack; issue
-    # 11's three new sources raised the share under-estimated by >10 % from 8 % (195 rows)
+    # the figures docs/calibration.md reports (8.6 %, 28.9 %, 12 %), with a little slack; issue
+    # 11's three new sources had raised the share under-estimated by >10 % from 8 % (195 rows)
+    # to 20 %; the kbit fp32 stream, FSDP's unsharded root and held outputs brought it to 12 %
     head = summarize(report["loso"])
     assert head["median_ape"] <= 0.09, head
     assert head["p90_ape"] <= 0.29, head
-    assert head["under_10"] <= 0.21, head
-    expected = summarize(report["loso"], "err_expected")  # no bias: 9.1 %, 27.1 %
-    assert expected["median_ape"] <= 0.10 and expected["p90_ape"] <= 0.28, expected
+    assert head["under_10"] <= 0.13, head
+    expected = summarize(report["loso"], "err_expected")  # no bias: 7.6 %, 26.8 %
+    assert expected["median_ape"] <= 0.08 and expected["p90_ape"] <= 0.27, expected
     # every fold's bias was fitted without the held-out source and kept the median cap
     assert all(0.0 <= c[2] <= 0.2 for c in report["loso_constants"].values())
 

@@ -334,10 +334,10 @@ def test_kbit_upcast_makes_the_residual_stream_fp32() -> None:
 
 
 def test_fsdp_keeps_the_root_unit_unsharded() -> None:
-    # FSDP does not reshard its root unit after forward: embeddings, final norm and lm_head
+    # FSDP1 does not reshard its root unit after forward: embeddings, final norm and lm_head
     # (Qwen2.5-7B: 2 x 152,064 x 3,584 + 3,584 params, bf16) stay whole through backward, i.e.
     # (1 - 1/dp) of them on top of the shard. DeepSpeed ZeRO-3 releases them like any module.
-    s = TrainingSetup(method="lora", zero=3, dp=4, seq_len=512, stack="torchtune")
+    s = TrainingSetup(method="lora", zero=3, dp=4, seq_len=512, stack="hf")
     fsdp = estimate(QWEN7, s)
     ds = estimate(QWEN7, s.model_copy(update={"deepspeed": True}))
     root = (2 * QWEN7.vocab_size * QWEN7.hidden_size + QWEN7.hidden_size) * 2
@@ -346,6 +346,9 @@ def test_fsdp_keeps_the_root_unit_unsharded() -> None:
     off = estimate(QWEN7, s.model_copy(update={"offload": "all"}))
     off_ds = estimate(QWEN7, s.model_copy(update={"offload": "all", "deepspeed": True}))
     assert off.buffers - off_ds.buffers == pytest.approx(root, rel=1e-9)
+    native = s.model_copy(update={"stack": "torchtune"})  # FSDP2 recipes shard them apart
+    assert estimate(QWEN7, native).buffers == estimate(QWEN7, native.model_copy(
+        update={"deepspeed": True})).buffers  # fmt: skip
 
 
 def test_a_loop_holding_the_output_keeps_fp32_logits() -> None:
