@@ -121,7 +121,20 @@ class TrainingSetup(BaseModel):
     lora_targets: tuple[LinearName, ...] = ALL_LINEAR
     lora_dropout: float = Field(default=0.05, ge=0.0, lt=1.0)
     train_embeddings: bool = False  # embeddings and lm_head fully trainable (modules_to_save)
+    # PEFT's stock prepare_model_for_kbit_training on a bitsandbytes base: every non-quantized
+    # parameter (embeddings, norms, lm_head) becomes fp32, and with them the residual stream.
+    # None: it runs on the hf stack unless the base is sharded (ZeRO-3/FSDP over >1 GPU), where
+    # TRL and accelerate skip it (sharded QLoRA); False where a trainer prepares without the
+    # upcast (fms-acceleration's bnb plugin, Answer.AI's train.py).
+    kbit_upcast: bool | None = None
+    # The training loop holds the model output (and so its logits) through backward, as a
+    # hand-written loop does (`output = model(...)`; `output.loss.backward()`); HF Trainer
+    # returns only the loss from compute_loss.
+    output_held: bool = False
     stack: Stack = "hf"
+    # HF Trainer hands mixed precision to DeepSpeed's engine: the model is cast to bf16/fp16 and
+    # no torch.autocast region runs (accelerate enables native AMP only without DeepSpeed).
+    deepspeed: bool = False
     variable_length: bool = False  # batch shapes vary (unpacked rows padded per batch)
     cuda_context_gib: float = Field(default=0.5, ge=0.0)
     allocator_reserve: float = Field(default=ALLOCATOR_RESERVE, ge=0.0)

@@ -47,6 +47,7 @@ INT8_BYTES = 1.0
 # Logit-element bytes at the loss spike (start of backward) by loss implementation.
 LOGIT_BYTES_STANDARD = 12.0  # fp32 log-probs (saved) + fp32 grad of log-probs + fp32 grad of logits
 LOGIT_BYTES_BF16_CHUNK = 2.0  # chunked: bf16 logits chunks stay materialized
+LOGIT_BYTES_HELD = 4.0  # fp32 logits of a model output the training loop still holds
 
 # DeepSpeed defaults, in elements (16-bit): ZeRO-1/2 reduce and all-gather buckets, ZeRO-3
 # prefetch bucket.
@@ -151,6 +152,26 @@ def _bnb(s: TrainingSetup) -> bool:
     return _quant_bytes(s) is not None and not s.quantization.startswith("gptq")
 
 
+def kbit_upcast(s: TrainingSetup) -> bool:
+    """PEFT's stock prepare_model_for_kbit_training ran on a bitsandbytes base: it casts every
+    non-quantized parameter (embeddings, norms, lm_head) to fp32. TRL skips it when the 4-bit
+    weights are sharded (FSDP/ZeRO-3 over several GPUs); `s.kbit_upcast` overrides."""
+    if not _bnb(s):
+        return False
+    if s.kbit_upcast is not None:
+        return s.kbit_upcast
+    return s.stack == "hf" and not (s.zero == 3 and s.dp > 1)
+
+
+def stream_bytes(s: TrainingSetup) -> float:
+    """Bytes per element of the residual stream. After the kbit upcast the fp32 embedding feeds
+    fp32 hidden states, HF's RMSNorm returns weight(fp32) * x -> fp32, and bnb's Linear4bit casts
+    its output back to its input's dtype: layer inputs and MLP intermediates are fp32."""
+    if kbit_upcast(s):
+        return 4.0
+    return 4.0 if s.precision == "fp32" else 2.0
+
+
 @dataclass(frozen=True)
 class _Tensor:
     """A tensor autograd keeps for one layer: bytes per token, whether TP splits it."""
@@ -171,6 +192,17 @@ def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[_Tensor]:
     adapted = set(s.lora_targets) if lora else set()
     dropout = lora and s.lora_dropout > 0
     quantized = _quant_bytes(s) is not None  # bnb/GPTQ matmuls save their input for backward
+    r = stream_bytes(s)
+    # An fp32 stream: each quantized linear casts its input to the compute dtype and saves that
+    # copy (one per linear, not shared); fp32 adapters read (and keep) the fp32 input itself.
+    upcast = r > e
+
+    def linear_in(width: int, modules: tuple[str, ...]) -> float:
+        """Bytes per token kept of the input shared by `modules` (q/k/v or gate/up)."""
+        if not upcast:
+            return e * width if input_kept(*modules) else 0.0
+        read_by_adapter = not dropout and bool(adapted.intersection(modules))
+        return len(modules) * e * width + (r * width if read_by_adapter else 0.0)
 
     def input_kept(*modules: str) -> bool:
         """A linear input stays alive if its weight trains, its quantized matmul saves it, or a
@@ -181,7 +213,7 @@ def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[_Tensor]:
     t: list[_Tensor] = [
         _Tensor("attn_norm_fp32_in", 4.0 * h, tp_split=False),
         _Tensor("attn_norm_normed", e * h if full else 0.0, tp_split=False),
-        _Tensor("qkv_in", e * h if input_kept("q_proj", "k_proj", "v_proj") else 0.0, False),
+        _Tensor("qkv_in", linear_in(h, ("q_proj", "k_proj", "v_proj")), False),
         _Tensor("q_k_v", e * (a * d + 2 * kv_width)),
     ]
     if m.qk_norm:
@@ -197,11 +229,9 @@ def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[_Tensor]:
     t += [
         _Tensor("mlp_norm_fp32_in", 4.0 * h, tp_split=False, group="mlp"),
         _Tensor("mlp_norm_normed", e * h if full else 0.0, tp_split=False, group="mlp"),
-        _Tensor(
-            "gate_up_in", e * h if input_kept("gate_proj", "up_proj") else 0.0, False, group="mlp"
-        ),
-        _Tensor("gate_up_silu", 3 * e * f, group="mlp"),
-        _Tensor("down_in", e * f if input_kept("down_proj") else 0.0, group="mlp"),
+        _Tensor("gate_up_in", linear_in(h, ("gate_proj", "up_proj")), False, group="mlp"),
+        _Tensor("gate_up_silu", 3 * r * f, group="mlp"),  # gate, up and SiLU(gate), stream dtype
+        _Tensor("down_in", linear_in(f, ("down_proj",)), group="mlp"),
     ]
     shapes = linear_shapes(m)
     for name in sorted(adapted):
@@ -209,8 +239,9 @@ def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[_Tensor]:
         group = "mlp" if name in ("gate_proj", "up_proj", "down_proj") else "attention"
         split = name in ("o_proj", "down_proj")
         t.append(_Tensor(f"lora_{name}_a_out", e * s.lora_rank, False, group=group))
-        if dropout:  # the dropped-out copy of x and its mask
-            t.append(_Tensor(f"lora_{name}_dropout", (e + 1.0) * d_in, split, group=group))
+        if dropout:  # the dropped-out copy of x (stream dtype, o_proj's is 16-bit) and its mask
+            x_b = e if name == "o_proj" else r
+            t.append(_Tensor(f"lora_{name}_dropout", (x_b + 1.0) * d_in, split, group=group))
     return [x for x in t if x.bytes_per_token > 0]
 
 
@@ -231,7 +262,7 @@ def activation_bytes(m: ModelSpec, s: TrainingSetup, layers: int, in_flight: int
     e = 4.0 if s.precision == "fp32" else 2.0
     saved = layer_saved_tensors(m, s)
     full_layer = _per_token(saved, tp, sp)
-    layer_in = e * m.hidden_size / (tp if sp else 1)
+    layer_in = stream_bytes(s) * m.hidden_size / (tp if sp else 1)
     if s.recompute_modules:
         groups = set(s.recompute_modules)
         kept = [x for x in saved if x.group not in groups]
@@ -271,7 +302,11 @@ def logits_bytes(m: ModelSpec, s: TrainingSetup) -> float:
     tokens = s.tokens
     v = m.vocab_size / s.tp  # vocab-parallel output layer and cross-entropy
     if s.loss == "standard":
-        return tokens * v * LOGIT_BYTES_STANDARD
+        # A loop that keeps the model output through backward (`output = model(...)`, then
+        # `output.loss.backward()`) also keeps its logits, which HF's Llama-style forward
+        # returned upcast to fp32 (`logits.float()`); HF Trainer drops them in compute_loss.
+        held = LOGIT_BYTES_HELD if s.output_held else 0.0
+        return tokens * v * (LOGIT_BYTES_STANDARD + held)
     if s.loss == "chunked":
         return tokens * v * (LOGIT_BYTES_BF16_CHUNK + LOGIT_BYTES_STANDARD / s.loss_chunks)
     # fused: chunks of ceil(tokens / ceil(V/h)) rows (Liger's rule), i.e. about tokens*h logits,
@@ -331,7 +366,7 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
     # Frozen or trained base weights. PEFT's kbit preparation upcasts what is not quantized.
     if quant is not None:
         linear = pc.per_layer_linear * n_layers / tp
-        rest_b = 4.0 if s.stack == "hf" and _bnb(s) else w_b
+        rest_b = 4.0 if kbit_upcast(s) else w_b
         base_w = linear * quant + (stage_params - linear) * rest_b
     else:
         base_w = stage_params * w_b
@@ -374,7 +409,7 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
         buffers += gathered + ZERO3_PREFETCH_ELEMENTS * 2.0
         if s.stack == "lightning" and not full and quant is None:
             gradients += base_w / shard  # FSDP1 flat parameter: frozen weights get grad shards
-    elif s.zero in (1, 2) and shard > 1:
+    elif s.zero in (1, 2) and (shard > 1 or s.deepspeed):  # DeepSpeed allocates them on one GPU too
         buffers += 2 * min(ZERO_BUCKET_ELEMENTS, trainable) * 2.0
     if quant is not None:
         buffers += pc.largest_linear / tp * 2.0
@@ -390,6 +425,15 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
     if s.offload == "all":
         weights, buffers = 0.0, gathered
         gradients = 0.0
+    if s.zero == 3 and shard > 1 and not s.deepspeed and s.stack in ("hf", "lightning"):
+        # FSDP1 (accelerate, Lightning, hand-written loops) does not reshard the root unit after
+        # forward, "with the intention that they are immediately used for backward": what is
+        # outside the wrapped decoder layers (embeddings, final norm, lm_head) stays unsharded
+        # through the backward pass. The PyTorch-native recipes (FSDP2) can shard embeddings
+        # and output as their own units (torchtune's custom_sharded_layers), so not counted.
+        root_b = 4.0 if kbit_upcast(s) else w_b
+        root = (big_params + (pc.final_norm if has_head else 0)) * root_b
+        buffers += root * (1.0 if s.offload == "all" else 1.0 - 1.0 / shard)
 
     in_flight = min(s.pp, s.grad_accum_steps) if stage == "first" else 1
     acts = activation_bytes(m, s, n_layers, in_flight)
@@ -404,7 +448,7 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
     grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward
     g_fwd = gradients if grads_alive else 0.0
     # Backward of one layer: besides its (recomputed) activations, the gradients of gate and up.
-    working = s.tokens * 2 * e * m.intermediate_size / tp
+    working = s.tokens * 2 * stream_bytes(s) * m.intermediate_size / tp
     static = weights + optimizer + adapters + buffers
     layer_bwd = stored + acts.transient + working
     moments = {

@@ -15,6 +15,7 @@ from tools.calibration import (
     LOSO_MEDIAN_LIMIT,
     MEDIAN_APE_LIMIT,
     PROJECT_CSV,
+    SHARED_EXCLUDED,
     _estimates,
     _parts,
     by_regime,
@@ -132,17 +133,30 @@ def test_row_parsing_units_and_totals() -> None:
     assert bnb.setup.variable_length and bnb.measured_kind == "allocated"
     gptq8 = row_to_case(0, _row(method="LoRA (GPTQ int8 base)"))
     assert not isinstance(gptq8, str) and gptq8.setup.quantization == "gptq_int8"
+    assert not isinstance(c, str) and (c.setup.lora_dropout, c.setup.kbit_upcast) == (0.05, None)
+    stated = row_to_case(
+        0,
+        _row(
+            method="QLoRA (bnb NF4 base)",
+            notes="LoRA r=16 dropout 0.0 on q,v",
+            caveats="train.py prepares the base itself: no fp32 upcast",
+        ),
+    )
+    assert not isinstance(stated, str)
+    assert (stated.setup.lora_dropout, stated.setup.kbit_upcast) == (0.0, False)
     assert row_to_case(0, _row(use="no: peak is a load transient")) == "peak is a load transient"
 
 
 def test_headline_figures_reached_leave_one_source_out(report) -> None:  # type: ignore[no-untyped-def]
-    # the figures docs/calibration.md reports (8.3 %, 33.0 %, 8 %), with a little slack
+    # the figures docs/calibration.md reports (8.6 %, 28.9 %, 12 %), with a little slack; issue
+    # 11's three new sources had raised the share under-estimated by >10 % from 8 % (195 rows)
+    # to 20 %; the kbit fp32 stream, FSDP's unsharded root and held outputs brought it to 12 %
     head = summarize(report["loso"])
     assert head["median_ape"] <= 0.09, head
-    assert head["p90_ape"] <= 0.35, head
-    assert head["under_10"] <= 0.10, head
-    expected = summarize(report["loso"], "err_expected")  # no bias: 7.1 %, 26.5 %
-    assert expected["median_ape"] <= 0.08 and expected["p90_ape"] <= 0.28, expected
+    assert head["p90_ape"] <= 0.29, head
+    assert head["under_10"] <= 0.13, head
+    expected = summarize(report["loso"], "err_expected")  # no bias: 7.6 %, 26.8 %
+    assert expected["median_ape"] <= 0.08 and expected["p90_ape"] <= 0.27, expected
     # every fold's bias was fitted without the held-out source and kept the median cap
     assert all(0.0 <= c[2] <= 0.2 for c in report["loso_constants"].values())
 
@@ -157,3 +171,12 @@ def test_the_fit_reproduces_the_estimator(report) -> None:  # type: ignore[no-un
             b = estimate(get_model(c.model), c.setup.model_copy(
                 update={"allocator_reserve": reserve, "fragmentation": frag}))  # fmt: skip
             assert f == pytest.approx(b.measured(c.measured_kind), rel=1e-6, abs=64), c.label
+
+
+def test_shared_rows_that_contradict_their_settings_are_reported_not_used() -> None:
+    if not DEFAULT_CSV.exists():
+        pytest.skip(f"../shared not present: {DEFAULT_CSV}")
+    df = pl.read_csv(DEFAULT_CSV, infer_schema_length=None)
+    for i, reason in SHARED_EXCLUDED.items():
+        assert "torchtune" in str(df.row(i, named=True)["source"])
+        assert row_to_case(i, df.row(i, named=True)) == reason

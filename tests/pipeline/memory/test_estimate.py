@@ -43,7 +43,7 @@ def test_mixed_precision_adam_is_16_bytes_per_param() -> None:
 def test_zero3_divides_model_states_by_dp() -> None:
     s = TrainingSetup(method="full", seq_len=128, recompute="full", cuda_context_gib=0)
     one = estimate(QWEN7, s)
-    eight = estimate(QWEN7, s.model_copy(update={"zero": 3, "dp": 8}))
+    eight = estimate(QWEN7, s.model_copy(update={"zero": 3, "dp": 8, "deepspeed": True}))
     psi = param_counts(QWEN7).total
     assert eight.optimizer == pytest.approx(12 * psi / 8, rel=1e-6)
     assert eight.gradients == pytest.approx(2 * psi / 8, rel=1e-6)
@@ -276,3 +276,88 @@ def test_paged_optimizer_states_live_outside_the_allocator() -> None:
     # 32-bit paged AdamW in pure bf16: two bf16 moments, 4 B per parameter
     p32 = estimate(llama, s.model_copy(update={"optimizer": "paged_adamw"}))
     assert p32.paged_optimizer == pytest.approx(param_counts(llama).total * 4.0, rel=1e-6)
+
+
+def test_deepspeed_stage2_buckets_on_one_gpu() -> None:
+    # DeepSpeed's stage-1/2 optimizer allocates its reduce and all-gather buckets whatever the
+    # world size; bounded by what trains. Qwen2.5-7B LoRA r=16 on all linears: per layer
+    # 16 x (7168 + 4096 + 4096 + 7168 + 3 x 22528) = 1,441,792 adapter params, x 28 layers.
+    s = TrainingSetup(method="lora", lora_rank=16, zero=2, dp=1, seq_len=512)
+    trainable = 16 * (7168 + 4096 + 4096 + 7168 + 3 * 22528) * 28
+    assert trainable == 40_370_176
+    plain = estimate(QWEN7, s)
+    ds = estimate(QWEN7, s.model_copy(update={"deepspeed": True}))
+    assert plain.buffers == 0  # no DeepSpeed, one GPU: nothing to reduce
+    assert ds.buffers == 2 * trainable * 2  # two 16-bit buckets of min(5e8, trainable)
+    full = s.model_copy(update={"method": "full", "deepspeed": True})
+    assert estimate(QWEN7, full).buffers == int(2 * 5e8 * 2)  # capped at 5e8 elements each
+
+
+def test_kbit_upcast_makes_the_residual_stream_fp32() -> None:
+    # PEFT's prepare_model_for_kbit_training (hf stack, bnb base, one GPU) leaves embeddings and
+    # norms fp32: the hidden states and bnb's outputs (cast back to the input dtype) are fp32.
+    # Hand-worked for Qwen2.5-7B (h 3584, f 18944), adapters on q,k,v,o without dropout.
+    qkvo = ("q_proj", "k_proj", "v_proj", "o_proj")
+    s = TrainingSetup(method="qlora", seq_len=2048, lora_dropout=0.0, lora_targets=qkvo)
+    h, f = QWEN7.hidden_size, QWEN7.intermediate_size
+    hf = {x.name: x.bytes_per_token for x in layer_saved_tensors(QWEN7, s)}
+    bf16 = {
+        x.name: x.bytes_per_token
+        for x in layer_saved_tensors(QWEN7, s.model_copy(update={"kbit_upcast": False}))
+    }
+    # each of q, k, v saves its own bf16 cast of the input, the fp32 adapters the fp32 input
+    assert (hf["qkv_in"], bf16["qkv_in"]) == (3 * 2 * h + 4 * h, 2 * h)
+    assert (hf["gate_up_in"], bf16["gate_up_in"]) == (2 * 2 * h, 2 * h)
+    assert (hf["gate_up_silu"], bf16["gate_up_silu"]) == (3 * 4 * f, 3 * 2 * f)
+    assert hf["down_in"] == bf16["down_in"] == 2 * f  # bnb's bf16 cast of the fp32 product
+    assert hf["q_k_v"] == bf16["q_k_v"]  # HF casts q, k, v back to bf16 for flash attention
+    # checkpointed layer inputs: 4 B instead of 2 B per hidden element, per layer
+    up, down = estimate(QWEN7, s), estimate(QWEN7, s.model_copy(update={"kbit_upcast": False}))
+    tokens, n = 2048, QWEN7.num_layers
+    rebuilt = (sum(hf.values()) - sum(bf16.values())) * tokens
+    working = 2 * (4 - 2) * f * tokens  # fp32 gradients of gate and up
+    extra = (4 - 2) * h * tokens * n + rebuilt + working
+    assert up.components["activations"] - down.components["activations"] == pytest.approx(extra)
+    # TRL skips the preparation when the 4-bit weights are sharded; torchtune never runs it
+    sharded = s.model_copy(update={"zero": 3, "dp": 2})
+    assert (
+        estimate(QWEN7, sharded).components["activations"]
+        < (
+            estimate(QWEN7, sharded.model_copy(update={"kbit_upcast": True})).components[
+                "activations"
+            ]
+        )
+    )
+    tt = estimate(QWEN7, s.model_copy(update={"stack": "torchtune"}))
+    assert tt.components["activations"] == down.components["activations"]
+    assert tt.weights == down.weights < up.weights  # no fp32 embeddings, lm_head or norms
+
+
+def test_fsdp_keeps_the_root_unit_unsharded() -> None:
+    # FSDP1 does not reshard its root unit after forward: embeddings, final norm and lm_head
+    # (Qwen2.5-7B: 2 x 152,064 x 3,584 + 3,584 params, bf16) stay whole through backward, i.e.
+    # (1 - 1/dp) of them on top of the shard. DeepSpeed ZeRO-3 releases them like any module.
+    s = TrainingSetup(method="lora", zero=3, dp=4, seq_len=512, stack="hf")
+    fsdp = estimate(QWEN7, s)
+    ds = estimate(QWEN7, s.model_copy(update={"deepspeed": True}))
+    root = (2 * QWEN7.vocab_size * QWEN7.hidden_size + QWEN7.hidden_size) * 2
+    assert fsdp.buffers - ds.buffers == pytest.approx(root * (1 - 1 / 4), rel=1e-9)
+    # with the parameters offloaded to the CPU, the whole root unit is on the GPU
+    off = estimate(QWEN7, s.model_copy(update={"offload": "all"}))
+    off_ds = estimate(QWEN7, s.model_copy(update={"offload": "all", "deepspeed": True}))
+    assert off.buffers - off_ds.buffers == pytest.approx(root, rel=1e-9)
+    native = s.model_copy(update={"stack": "torchtune"})  # FSDP2 recipes shard them apart
+    assert estimate(QWEN7, native).buffers == estimate(QWEN7, native.model_copy(
+        update={"deepspeed": True})).buffers  # fmt: skip
+
+
+def test_a_loop_holding_the_output_keeps_fp32_logits() -> None:
+    # `output = model(...)`; `output.loss.backward()`: the returned fp32 logits (4 B per logit)
+    # stay alive next to the loss's 12 B (2,048 tokens x 152,064 vocabulary)
+    s = TrainingSetup(method="lora", seq_len=2048)
+    held = estimate(QWEN7, s.model_copy(update={"output_held": True}))
+    assert held.logits_and_loss - estimate(QWEN7, s).logits_and_loss == 2048 * 152064 * 4
+    chunked = s.model_copy(update={"loss": "chunked"})
+    assert estimate(QWEN7, chunked.model_copy(update={"output_held": True})).logits_and_loss == (
+        estimate(QWEN7, chunked).logits_and_loss
+    )
