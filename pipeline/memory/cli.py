@@ -98,6 +98,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--activation-offload", action="store_true")
     _choice(parser, "--loss", get_args(LossImpl), default=d.loss)
+    parser.add_argument(
+        "--compile-loss",
+        action="store_true",
+        help="the loss runs under torch.compile (torchtitan --training.compile, torchtune "
+        "compile=True with chunked CE): 16-bit logits kept, no fp32 loss buffers",
+    )
+    parser.add_argument(
+        "--deepspeed",
+        action="store_true",
+        help="HF Trainer under DeepSpeed: the model is cast to 16 bit and no autocast runs",
+    )
     parser.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=d.zero)
     parser.add_argument("--fsdp", action="store_true", help="FSDP full shard (same as --zero 3)")
     parser.add_argument("--dp", type=int, default=d.dp)
@@ -161,6 +172,8 @@ def setup_from_args(args: argparse.Namespace) -> TrainingSetup:
         recompute_modules=modules,
         activation_offload=args.activation_offload,
         loss=args.loss,
+        compile_loss=args.compile_loss,
+        deepspeed=args.deepspeed,
         zero=3 if args.fsdp else args.zero,
         dp=args.dp,
         tp=args.tp,

@@ -8,7 +8,8 @@ The terms follow the physics in ../shared/reference/gpu-memory.md:
   keep its input), the attention kernel (FlashAttention keeps no s x s matrix) and recomputation;
 - the logits / cross-entropy spike: tokens x vocab elements, 12 bytes each for an fp32-upcast
   loss at the start of the backward pass (fp32 log-probs saved + their gradient + the logits'
-  gradient), less when chunked or fused;
+  gradient), half that for a loss kept in 16 bit (no upcast, no autocast), 4 bytes when
+  torch.compile fuses the loss (16-bit logits saved + their gradient), less when chunked or fused;
 - LoRA adapters and QLoRA NF4 storage (4.127 bit/param with double quantization);
 - quantized bases: the HF stack (PEFT `prepare_model_for_kbit_training`) upcasts every
   non-quantized parameter (embeddings, lm_head, norms, biases) to fp32; one linear at a time is
@@ -297,18 +298,36 @@ def _mask_bytes(s: TrainingSetup) -> float:
     return 0.0
 
 
+def loss_in_fp32(m: ModelSpec, s: TrainingSetup) -> bool:
+    """Cross-entropy runs in fp32 when the model upcasts its logits, the run is fp32, or
+    torch.autocast is active, which runs cross_entropy and log_softmax in fp32: HF Trainer and
+    Lightning train 16-bit runs under autocast (accelerate's native AMP, whatever the weights'
+    dtype) except under DeepSpeed, whose engine casts the model to 16 bit and runs none. A model
+    that skips the upcast (Qwen1's remote code) there keeps the loss in 16 bit."""
+    autocast = s.stack in ("hf", "lightning") and not s.deepspeed
+    return m.logits_upcast or s.precision == "fp32" or autocast
+
+
 def logits_bytes(m: ModelSpec, s: TrainingSetup) -> float:
     """Loss spike at the start of backward, per device."""
     tokens = s.tokens
     v = m.vocab_size / s.tp  # vocab-parallel output layer and cross-entropy
+    e = 4.0 if s.precision == "fp32" else 2.0  # the logits' dtype as lm_head writes them
+    # The three loss tensors (saved log-probs, their gradient, the logits' gradient) take 4 B
+    # each in fp32, e each when the loss stays in the logits' dtype.
+    per_chunk = LOGIT_BYTES_STANDARD * (1.0 if loss_in_fp32(m, s) else e / 4.0)
+    if s.compile_loss:  # upcast + CE fused: the logits stay saved and get one gradient
+        per_chunk = e
     if s.loss == "standard":
+        if s.compile_loss:
+            return tokens * v * 2 * e
         # A loop that keeps the model output through backward (`output = model(...)`, then
         # `output.loss.backward()`) also keeps its logits, which HF's Llama-style forward
         # returned upcast to fp32 (`logits.float()`); HF Trainer drops them in compute_loss.
-        held = LOGIT_BYTES_HELD if s.output_held else 0.0
-        return tokens * v * (LOGIT_BYTES_STANDARD + held)
+        held = (LOGIT_BYTES_HELD if m.logits_upcast else e) if s.output_held else 0.0
+        return tokens * v * (per_chunk + held)
     if s.loss == "chunked":
-        return tokens * v * (LOGIT_BYTES_BF16_CHUNK + LOGIT_BYTES_STANDARD / s.loss_chunks)
+        return tokens * v * (LOGIT_BYTES_BF16_CHUNK + per_chunk / s.loss_chunks)
     # fused: chunks of ceil(tokens / ceil(V/h)) rows (Liger's rule), i.e. about tokens*h logits,
     # plus the bf16 gradient of the hidden states computed in the forward pass.
     chunk_rows = math.ceil(tokens / math.ceil(m.vocab_size / m.hidden_size))

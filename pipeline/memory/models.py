@@ -26,7 +26,9 @@ def _spec(name: str, h: int, n_layers: int, heads: int, kv: int, ffn: int, vocab
 
 # hidden, layers, heads, kv heads, intermediate, vocab, tied embeddings, max context.
 # Qwen1 ("qwen-7b" etc.) lists intermediate_size as twice the per-branch width; the width of
-# w1/w2 is given here. Qwen2.5 contexts are the native 32k (longer needs YaRN).
+# w1/w2 is given here, and its remote code computes the loss on 16-bit logits (no `.float()`).
+# Qwen2.5 contexts are the native 32k (longer needs YaRN).
+QWEN1: dict[str, bool] = dict(qkv_bias=True, logits_upcast=False)
 PRESETS: dict[str, ModelSpec] = {
     s.name: s
     for s in (
@@ -39,10 +41,10 @@ PRESETS: dict[str, ModelSpec] = {
         _spec("qwen2.5-72b", 8192, 80, 64, 8, 29568, 152064, False, 32768, qkv_bias=True),
         _spec("qwen2-7b", 3584, 28, 28, 4, 18944, 152064, False, 32768, qkv_bias=True),
         _spec("qwen1.5-7b", 4096, 32, 32, 32, 11008, 151936, False, 32768, qkv_bias=True),
-        _spec("qwen-1.8b", 2048, 24, 16, 16, 5504, 151936, False, 8192, qkv_bias=True),
-        _spec("qwen-7b", 4096, 32, 32, 32, 11008, 151936, False, 8192, qkv_bias=True),
-        _spec("qwen-14b", 5120, 40, 40, 40, 13696, 152064, False, 8192, qkv_bias=True),
-        _spec("qwen-72b", 8192, 80, 64, 64, 24576, 152064, False, 32768, qkv_bias=True),
+        _spec("qwen-1.8b", 2048, 24, 16, 16, 5504, 151936, False, 8192, **QWEN1),
+        _spec("qwen-7b", 4096, 32, 32, 32, 11008, 151936, False, 8192, **QWEN1),
+        _spec("qwen-14b", 5120, 40, 40, 40, 13696, 152064, False, 8192, **QWEN1),
+        _spec("qwen-72b", 8192, 80, 64, 64, 24576, 152064, False, 32768, **QWEN1),
         _spec("qwen3-8b", 4096, 36, 32, 8, 12288, 151936, False, 40960, head_dim=128, qk_norm=True),
         _spec("llama-2-7b", 4096, 32, 32, 32, 11008, 32000, False, 4096),
         _spec("llama-2-13b", 5120, 40, 40, 40, 13824, 32000, False, 4096),
@@ -99,6 +101,7 @@ def load_config_json(path: str | Path, name: str | None = None) -> ModelSpec:
         head_dim=int(cfg["head_dim"]) if cfg.get("head_dim") else None,
         qkv_bias=bool(cfg.get("attention_bias", qwen1 or model_type.startswith("qwen2"))),
         qk_norm=model_type.startswith("qwen3"),
+        logits_upcast=not qwen1,
     )
 
 

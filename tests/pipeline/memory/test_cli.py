@@ -45,6 +45,7 @@ def test_every_flag_changes_the_answer(capsys: pytest.CaptureFixture[str]) -> No
         ["--recompute", "attention"],
         ["--attention", "eager", "--recompute", "none"],
         ["--loss", "chunked"],
+        ["--compile-loss"],
         ["--zero", "3", "--dp", "4"],
         ["--tp", "2"],
         ["--pp", "2"],
@@ -96,6 +97,8 @@ def _err(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
         (["--gpu", "rtx-9090"], "unknown GPU 'rtx-9090'"),
         (["--gpu-mem", "-4"], "--gpu-mem must be positive"),
         (["--headroom", "1.5"], "--headroom must be in [0, 1)"),
+        (["--compile-loss=yes"], "argument --compile-loss: ignored explicit argument 'yes'"),
+        (["--deepspeed=on"], "argument --deepspeed: ignored explicit argument 'on'"),
     ],
 )
 def test_bad_values_give_one_line_naming_the_flag(
@@ -161,3 +164,17 @@ def test_does_not_fit_names_the_term_and_the_cheapest_fixes(
     rc, out = _run(["--model", "llama-3.1-70b", "--method", "full", "--gpu", "rtx-4090"], capsys)
     assert "does NOT fit" in out and "Not even micro-batch 1 fits." in out
     assert "Largest term: optimizer" in out
+
+
+def test_compile_loss_and_deepspeed_set_the_loss(capsys: pytest.CaptureFixture[str]) -> None:
+    # Qwen-7B (Qwen1 remote code, no logits upcast), 4,096 tokens x 151,936 vocabulary
+    base = ["--model", "qwen-7b", "--seq-len", "4096", "--json"]
+
+    def loss(extra: list[str]) -> int:
+        _, out = _run(base + extra, capsys)
+        return json.loads(out)["breakdown"]["logits_and_loss"]["bytes"]
+
+    logits = 4096 * 151936
+    assert loss([]) == logits * 12  # HF Trainer's autocast runs the loss in fp32
+    assert loss(["--deepspeed"]) == logits * 6  # DeepSpeed: no autocast, bf16 loss
+    assert loss(["--compile-loss"]) == logits * 4  # bf16 logits kept + their gradient

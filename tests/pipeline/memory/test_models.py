@@ -36,6 +36,23 @@ def test_presets_cover_the_issue_list() -> None:
     assert PRESETS["qwen2.5-1.5b"].vocab_size == 151936 and PRESETS["qwen2.5-1.5b"].tie_embeddings
 
 
+def test_qwen1_config_json_computes_its_loss_on_16bit_logits(tmp_path: Path) -> None:
+    # Qwen-7B's config.json (model_type "qwen"): its remote code skips the logits' fp32 upcast
+    cfg = {
+        "model_type": "qwen",
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "intermediate_size": 22016,
+        "vocab_size": 151936,
+        "seq_length": 8192,
+    }
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    spec = load_config_json(tmp_path, name="qwen-7b")
+    assert spec == PRESETS["qwen-7b"] and not spec.logits_upcast
+    assert PRESETS["qwen2.5-7b"].logits_upcast
+
+
 def test_local_config_json(tmp_path: Path) -> None:
     cfg = {
         "model_type": "qwen2",
