@@ -147,16 +147,40 @@ def test_row_parsing_units_and_totals() -> None:
     assert row_to_case(0, _row(use="no: peak is a load transient")) == "peak is a load transient"
 
 
+def test_compiled_loss_parsed_where_the_framework_compiled_it() -> None:
+    def compiled(source: str, notes: str, **kw: object) -> bool:
+        c = row_to_case(0, _row(source=source, notes=notes, method="full", **kw))
+        assert not isinstance(c, str)
+        return c.setup.compile_loss
+
+    titan = "pytorch/torchtitan benchmarks/llama3_8b_h200_{}_x.md"
+    # torchtitan compiles its loss under --training.compile since 2025-04; its 2024 train.py
+    # left that commented out
+    assert compiled(titan.format("202506"), "torch.compile; FSDP2")
+    assert not compiled(titan.format("202412"), "Table 3 + torch.compile")
+    assert not compiled(titan.format("202506"), "no compile")
+    # torchtune's recipes keep only an in-place compiled chunked CE (2024-09 onwards)
+    tune = "pytorch/torchtune README.md table (added commit abc 2024-11-18)"
+    assert compiled(tune, "packing+compile+chunked CE")
+    assert not compiled(tune, "+ torch.compile; standard CE")
+    assert not compiled("pytorch/torchtune README.md table at commit x (2024-05-09)",
+                        "Uses torch compile; chunked CE")  # fmt: skip
+    assert not compiled("QwenLM/Qwen README.md", "torch.compile")  # no known compiled loss
+
+
 def test_headline_figures_reached_leave_one_source_out(report) -> None:  # type: ignore[no-untyped-def]
-    # the figures docs/calibration.md reports (8.6 %, 28.9 %, 12 %), with a little slack; issue
+    # the figures docs/calibration.md reports (8.2 %, 23.9 %, 12.1 %), with a little slack; issue
     # 11's three new sources had raised the share under-estimated by >10 % from 8 % (195 rows)
-    # to 20 %; the kbit fp32 stream, FSDP's unsharded root and held outputs brought it to 12 %
+    # to 20 %; the kbit fp32 stream, FSDP's unsharded root and held outputs brought it to 12 %;
+    # the 16-bit Qwen1 loss and compiled losses took p90 from 28.9 % to 23.9 %
     head = summarize(report["loso"])
-    assert head["median_ape"] <= 0.09, head
-    assert head["p90_ape"] <= 0.29, head
-    assert head["under_10"] <= 0.13, head
-    expected = summarize(report["loso"], "err_expected")  # no bias: 7.6 %, 26.8 %
-    assert expected["median_ape"] <= 0.08 and expected["p90_ape"] <= 0.27, expected
+    assert head["median_ape"] <= 0.085, head
+    assert head["p90_ape"] <= 0.24, head
+    assert head["under_10"] <= 0.125, head
+    # no bias: 8.1 %, 24.7 % (the median was 7.6 % while long-sequence over-estimates offset the
+    # constant under-estimates; see the report's notes)
+    expected = summarize(report["loso"], "err_expected")
+    assert expected["median_ape"] <= 0.082 and expected["p90_ape"] <= 0.25, expected
     # every fold's bias was fitted without the held-out source and kept the median cap
     assert all(0.0 <= c[2] <= 0.2 for c in report["loso_constants"].values())
 
