@@ -144,6 +144,10 @@ class TrainingSetup(BaseModel):
     # HF Trainer hands mixed precision to DeepSpeed's engine: the model is cast to bf16/fp16 and
     # no torch.autocast region runs (accelerate enables native AMP only without DeepSpeed).
     deepspeed: bool = False
+    # DeepSpeed ZeRO-1/2 `reduce_bucket_size` (elements) and `overlap_comm`; defaults are
+    # DeepSpeed's own (5e8, off).
+    reduce_bucket_elements: float = Field(default=5e8, gt=0.0)
+    overlap_comm: bool = False
     variable_length: bool = False  # batch shapes vary (unpacked rows padded per batch)
     cuda_context_gib: float = Field(default=0.5, ge=0.0)
     allocator_reserve: float = Field(default=ALLOCATOR_RESERVE, ge=0.0)

@@ -15,9 +15,10 @@ The terms follow the physics in ../shared/reference/gpu-memory.md:
   non-quantized parameter (embeddings, lm_head, norms, biases) to fp32; one linear at a time is
   dequantized to bf16 for its matmuls;
 - buffers: ZeRO-3/FSDP gather the current and the prefetched layer (plus DeepSpeed's 5e7-element
-  prefetch bucket), ZeRO-1/2 reduce and all-gather buckets (5e8 elements, bounded by what
-  trains); FSDP1 under Lightning keeps a gradient shard for frozen base weights in a flat
-  parameter that also holds adapters;
+  prefetch bucket), DeepSpeed ZeRO-1/2's gradient buckets (reduce_bucket_size, two with
+  overlap_comm, whatever trains), other ZeRO-1/2 reduce and all-gather buckets; FSDP1 under
+  Lightning keeps a gradient shard for frozen base weights in a flat parameter that also holds
+  adapters;
 - the backward of one layer: its recomputed activations plus the gradients of the MLP's two
   widest intermediates (gate and up, 2 x intermediate_size per token);
 - the caching allocator: reserved = allocated + reserve x what is allocated within a step, plus,
@@ -146,6 +147,11 @@ def _quant_bytes(setup: TrainingSetup) -> float | None:
     if q == "nf4":
         return NF4_DQ_BYTES if setup.double_quant else NF4_BYTES
     return {"gptq_int4": GPTQ_INT4_BYTES, "gptq_int8": GPTQ_INT8_BYTES}.get(q, INT8_BYTES)
+
+
+def ipg_buffer_bytes(s: TrainingSetup) -> float:
+    """DeepSpeed ZeRO-1/2 gradient buckets: one or (overlap_comm) two of reduce_bucket_size."""
+    return s.reduce_bucket_elements * (2 if s.overlap_comm else 1) * 2.0
 
 
 def _bnb(s: TrainingSetup) -> bool:
@@ -428,7 +434,13 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
         buffers += gathered + ZERO3_PREFETCH_ELEMENTS * 2.0
         if s.stack == "lightning" and not full and quant is None:
             gradients += base_w / shard  # FSDP1 flat parameter: frozen weights get grad shards
-    elif s.zero in (1, 2) and (shard > 1 or s.deepspeed):  # DeepSpeed allocates them on one GPU too
+    elif s.zero in (1, 2) and s.deepspeed:
+        # DeepSpeed's ZeRO-1/2 optimizer allocates its contiguous-gradient (ipg) buffer at every
+        # backward, `reduce_bucket_size` 16-bit elements whatever trains (one GPU too), and a
+        # second one with `overlap_comm` (stage_1_and_2.py backward(): "double buffers to avoid
+        # data access conflict"); the post-step all-gather writes into the 16-bit partitions.
+        buffers += ipg_buffer_bytes(s)
+    elif s.zero in (1, 2) and shard > 1:  # reduce and all-gather buckets of what trains
         buffers += 2 * min(ZERO_BUCKET_ELEMENTS, trainable) * 2.0
     if quant is not None:
         buffers += pc.largest_linear / tp * 2.0

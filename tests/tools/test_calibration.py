@@ -147,6 +147,19 @@ def test_row_parsing_units_and_totals() -> None:
     assert row_to_case(0, _row(use="no: peak is a load transient")) == "peak is a load transient"
 
 
+def test_deepspeed_buckets_as_stated_else_the_frameworks_config() -> None:
+    def buckets(source: str, notes: str) -> tuple[float, bool]:
+        c = row_to_case(0, _row(source=source, notes=notes, zero_or_fsdp="DeepSpeed ZeRO-2"))
+        assert not isinstance(c, str)
+        return c.setup.reduce_bucket_elements, c.setup.overlap_comm
+
+    # Qwen1's finetune scripts pass finetune/ds_config_zero2.json (2e8, overlap_comm true)
+    assert buckets("QwenLM/Qwen README.md table", "finetune.py") == (2e8, True)
+    assert buckets("someone/else", "trainer run") == (5e8, False)  # DeepSpeed's defaults
+    stated = "reduce_bucket_size 5e7, overlap_comm: false"
+    assert buckets("QwenLM/Qwen README.md table", stated) == (5e7, False)
+
+
 def test_compiled_loss_parsed_where_the_framework_compiled_it() -> None:
     def compiled(source: str, notes: str, **kw: object) -> bool:
         c = row_to_case(0, _row(source=source, notes=notes, method="full", **kw))
@@ -169,18 +182,19 @@ def test_compiled_loss_parsed_where_the_framework_compiled_it() -> None:
 
 
 def test_headline_figures_reached_leave_one_source_out(report) -> None:  # type: ignore[no-untyped-def]
-    # the figures docs/calibration.md reports (8.2 %, 23.9 %, 12.1 %), with a little slack; issue
+    # the figures docs/calibration.md reports (8.2 %, 23.7 %, 11.7 %), with a little slack; issue
     # 11's three new sources had raised the share under-estimated by >10 % from 8 % (195 rows)
     # to 20 %; the kbit fp32 stream, FSDP's unsharded root and held outputs brought it to 12 %;
-    # the 16-bit Qwen1 loss and compiled losses took p90 from 28.9 % to 23.9 %
+    # the 16-bit Qwen1 loss and compiled losses took p90 from 28.9 % to 23.9 %; DeepSpeed's
+    # gradient buckets sized by reduce_bucket_size, not by what trains, to 23.7 % and 11.7 %
     head = summarize(report["loso"])
     assert head["median_ape"] <= 0.085, head
-    assert head["p90_ape"] <= 0.24, head
-    assert head["under_10"] <= 0.125, head
-    # no bias: 8.1 %, 24.7 % (the median was 7.6 % while long-sequence over-estimates offset the
+    assert head["p90_ape"] <= 0.238, head
+    assert head["under_10"] <= 0.12, head
+    # no bias: 8.1 %, 23.5 % (the median was 7.6 % while long-sequence over-estimates offset the
     # constant under-estimates; see the report's notes)
     expected = summarize(report["loso"], "err_expected")
-    assert expected["median_ape"] <= 0.082 and expected["p90_ape"] <= 0.25, expected
+    assert expected["median_ape"] <= 0.082 and expected["p90_ape"] <= 0.236, expected
     # every fold's bias was fitted without the held-out source and kept the median cap
     assert all(0.0 <= c[2] <= 0.2 for c in report["loso_constants"].values())
 

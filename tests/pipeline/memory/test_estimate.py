@@ -278,19 +278,23 @@ def test_paged_optimizer_states_live_outside_the_allocator() -> None:
     assert p32.paged_optimizer == pytest.approx(param_counts(llama).total * 4.0, rel=1e-6)
 
 
-def test_deepspeed_stage2_buckets_on_one_gpu() -> None:
-    # DeepSpeed's stage-1/2 optimizer allocates its reduce and all-gather buckets whatever the
-    # world size; bounded by what trains. Qwen2.5-7B LoRA r=16 on all linears: per layer
-    # 16 x (7168 + 4096 + 4096 + 7168 + 3 x 22528) = 1,441,792 adapter params, x 28 layers.
+def test_deepspeed_stage2_gradient_buckets_whatever_trains() -> None:
+    # DeepSpeed's stage-1/2 optimizer allocates its contiguous-gradient (ipg) buffer of
+    # reduce_bucket_size 16-bit elements at every backward, whatever the world size and however
+    # few parameters train; overlap_comm adds a second one. Qwen2.5-7B LoRA r=16 on all linears
+    # trains 16 x (7168 + 4096 + 4096 + 7168 + 3 x 22528) x 28 = 40,370,176 params, yet:
     s = TrainingSetup(method="lora", lora_rank=16, zero=2, dp=1, seq_len=512)
-    trainable = 16 * (7168 + 4096 + 4096 + 7168 + 3 * 22528) * 28
-    assert trainable == 40_370_176
     plain = estimate(QWEN7, s)
     ds = estimate(QWEN7, s.model_copy(update={"deepspeed": True}))
     assert plain.buffers == 0  # no DeepSpeed, one GPU: nothing to reduce
-    assert ds.buffers == 2 * trainable * 2  # two 16-bit buckets of min(5e8, trainable)
+    assert ds.buffers == 5e8 * 2  # DeepSpeed's default: one bucket of 5e8 elements, 1.0 GB
+    # Qwen1's finetune/ds_config_zero2.json: reduce_bucket_size 2e8, overlap_comm true
+    qwen = s.model_copy(
+        update={"deepspeed": True, "reduce_bucket_elements": 2e8, "overlap_comm": True}
+    )
+    assert estimate(QWEN7, qwen).buffers == 2 * 2e8 * 2  # 0.8 GB
     full = s.model_copy(update={"method": "full", "deepspeed": True})
-    assert estimate(QWEN7, full).buffers == int(2 * 5e8 * 2)  # capped at 5e8 elements each
+    assert estimate(QWEN7, full).buffers == 5e8 * 2  # the same bucket for a full fine-tune
 
 
 def test_kbit_upcast_makes_the_residual_stream_fp32() -> None:
