@@ -40,6 +40,7 @@ _FLAGS = {
     "micro_batch": "--micro-batch",
     "grad_accum_steps": "--grad-accum",
     "recompute_modules": "--recompute",
+    "reduce_bucket_elements": "--reduce-bucket-size",
 }
 
 _LORA_ALIASES = {"all": ALL_LINEAR, "all-linear": ALL_LINEAR, "attn": ALL_LINEAR[:4]}
@@ -109,6 +110,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="HF Trainer under DeepSpeed: the model is cast to 16 bit and no autocast runs",
     )
+    parser.add_argument(
+        "--reduce-bucket-size",
+        type=float,
+        default=d.reduce_bucket_elements,
+        metavar="ELEMENTS",
+        help="DeepSpeed ZeRO-1/2 reduce_bucket_size of your ds_config (its gradient bucket)",
+    )
+    parser.add_argument(
+        "--overlap-comm",
+        action="store_true",
+        help="DeepSpeed ZeRO-1/2 overlap_comm: a second gradient bucket",
+    )
     parser.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=d.zero)
     parser.add_argument("--fsdp", action="store_true", help="FSDP full shard (same as --zero 3)")
     parser.add_argument("--dp", type=int, default=d.dp)
@@ -174,6 +187,8 @@ def setup_from_args(args: argparse.Namespace) -> TrainingSetup:
         loss=args.loss,
         compile_loss=args.compile_loss,
         deepspeed=args.deepspeed,
+        reduce_bucket_elements=args.reduce_bucket_size,
+        overlap_comm=args.overlap_comm,
         zero=3 if args.fsdp else args.zero,
         dp=args.dp,
         tp=args.tp,

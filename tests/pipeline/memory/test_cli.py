@@ -99,6 +99,7 @@ def _err(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
         (["--headroom", "1.5"], "--headroom must be in [0, 1)"),
         (["--compile-loss=yes"], "argument --compile-loss: ignored explicit argument 'yes'"),
         (["--deepspeed=on"], "argument --deepspeed: ignored explicit argument 'on'"),
+        (["--reduce-bucket-size", "0"], "--reduce-bucket-size 0.0: must be greater than 0"),
     ],
 )
 def test_bad_values_give_one_line_naming_the_flag(
@@ -178,3 +179,19 @@ def test_compile_loss_and_deepspeed_set_the_loss(capsys: pytest.CaptureFixture[s
     assert loss([]) == logits * 12  # HF Trainer's autocast runs the loss in fp32
     assert loss(["--deepspeed"]) == logits * 6  # DeepSpeed: no autocast, bf16 loss
     assert loss(["--compile-loss"]) == logits * 4  # bf16 logits kept + their gradient
+
+
+def test_deepspeed_bucket_flags_size_the_gradient_buckets(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Qwen1's finetune/ds_config_zero2.json on one GPU: reduce_bucket_size 2e8 and overlap_comm,
+    # two 16-bit buckets = 0.8 GB; DeepSpeed's defaults: one bucket of 5e8 = 1.0 GB
+    base = ["--model", "qwen-7b", "--method", "lora", "--seq-len", "512", "--json"]
+    base += ["--deepspeed", "--zero", "2"]
+
+    def buffers(extra: list[str]) -> int:
+        _, out = _run(base + extra, capsys)
+        return json.loads(out)["breakdown"]["buffers"]["bytes"]
+
+    assert buffers([]) == int(5e8 * 2)
+    assert buffers(["--reduce-bucket-size", "2e8", "--overlap-comm"]) == int(2 * 2e8 * 2)
