@@ -52,7 +52,7 @@ FRAGMENTATION = 2.0
 # Safety bias of the headline figure (fitted by tools/calibration.py with the allocator
 # constants): the smallest lift that keeps leave-one-source-out under-estimates beyond 10 % rare.
 # The unbiased figure is still reported as "expected".
-HEADLINE_BIAS = 0.11
+HEADLINE_BIAS = 0.12
 
 ALL_LINEAR: tuple[LinearName, ...] = (
     "q_proj",

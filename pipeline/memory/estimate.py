@@ -295,6 +295,32 @@ def activation_bytes(m: ModelSpec, s: TrainingSetup, layers: int, in_flight: int
     return _Acts(stored=per_layer_stored * n_stored_layers, transient=transient * tokens)
 
 
+def fsdp1_held_input_grads(m: ModelSpec, s: TrainingSetup, layers: int) -> float:
+    """Layer-input gradients FSDP1 keeps to the end of backward for frozen decoder units under
+    HF's reentrant checkpointing (accelerate FSDP1 with PEFT: transformers' Trainer and
+    fms-hf-tuning set PEFT's fsdp_auto_wrap_policy, so adapters are their own units and each
+    decoder unit's flat parameter is frozen).
+
+    torch.distributed.fsdp._runtime_utils._register_post_backward_reshard_only_hook runs in the
+    grad-enabled (recomputed) forward of a frozen unit and calls
+    torch.autograd.graph.register_multi_grad_hook on the unit's inputs; its closure keeps
+    `grad_fns = list(map(_get_grad_fn_or_grad_acc, tensors))`, here the AccumulateGrad node of
+    the checkpoint's detached input leaf, which holds that leaf (the checkpointed input's
+    storage) and the gradient accumulated into its `.grad`. The handle is stored as
+    `flat_param._post_backward_hook_state` and removed only by `_finalize_params` in the
+    post-backward final callback. So every layer's checkpointed input stays alive through the
+    backward pass (the estimate already holds all of them at a layer's backward) and gains its
+    gradient, stream dtype x hidden per token: at the first layer's backward, one per layer.
+    """
+    fsdp1 = s.zero == 3 and s.dp > 1 and not s.deepspeed and s.stack == "hf"
+    frozen_units = s.method != "full"
+    reentrant = s.recompute == "full" and not s.recompute_modules
+    if not (fsdp1 and frozen_units and reentrant):
+        return 0.0
+    sp = s.sequence_parallel and s.tp > 1
+    return layers * s.tokens * stream_bytes(s) * m.hidden_size / (s.tp if sp else 1)
+
+
 def _mask_bytes(s: TrainingSetup) -> float:
     """Attention masks materialized for the whole forward: HF builds a 4D float mask for eager."""
     if s.attention == "eager":
@@ -481,7 +507,7 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
     # Backward of one layer: besides its (recomputed) activations, the gradients of gate and up.
     working = s.tokens * 2 * stream_bytes(s) * m.intermediate_size / tp
     static = weights + optimizer + adapters + buffers
-    layer_bwd = stored + acts.transient + working
+    layer_bwd = stored + acts.transient + working + fsdp1_held_input_grads(m, s, n_layers)
     moments = {
         "backward_start": dict(gradients=g_fwd, activations=stored, logits_and_loss=logits),
         "layer_backward": dict(gradients=g_fwd, activations=layer_bwd),

@@ -404,3 +404,33 @@ def test_qwen1_loss_stays_16bit_under_deepspeed() -> None:
     assert estimate(qwen1, eager).logits_and_loss == 4096 * 151936 * 12
     # a model that upcasts its logits keeps the fp32 loss under DeepSpeed too
     assert estimate(QWEN7, s).logits_and_loss == 4096 * 152064 * 12
+
+
+def test_fsdp1_frozen_units_hold_every_layer_input_gradient() -> None:
+    # FSDP1's reshard-only hook on a frozen decoder unit's input (HF reentrant checkpointing)
+    # keeps the checkpoint's input leaf and its .grad until the end of backward: at the first
+    # layer's backward, one 16-bit layer-input gradient per layer is alive on top of the rest.
+    # Llama-2-70B, LoRA, 2 GPUs, 2 x 4096 tokens: 80 x 8192 x 8192 x 2 B = 10 GiB exactly.
+    llama70 = get_model("llama-2-70b")
+    s = TrainingSetup(method="lora", zero=3, dp=2, seq_len=4096, micro_batch=2, stack="hf")
+    fsdp1 = estimate(llama70, s)
+    ds = estimate(llama70, s.model_copy(update={"deepspeed": True}))
+    held = fsdp1.components["activations"] - ds.components["activations"]
+    assert held == pytest.approx(80 * 8192 * 8192 * 2, rel=1e-9)
+    assert held == pytest.approx(10 * GIB, rel=1e-9)
+    # 10 GiB of gradients outweigh the 2.9 GiB of fp32 loss buffers (8192 x 32,000 x 12 B):
+    # the peak moves from the start of backward to the first layer's backward
+    assert fsdp1.peak_phase == "layer_backward"
+    # not for trained units (AccumulateGrad hooks), non-reentrant recompute or FSDP2 recipes
+    for update in ({"method": "full"}, {"recompute": "selective"}, {"stack": "torchtune"}):
+        other = s.model_copy(update=update)
+        plain = estimate(llama70, other.model_copy(update={"deepspeed": True}))
+        assert estimate(llama70, other).components["activations"] == plain.components["activations"]
+    # an fp32 residual stream (kbit upcast kept) holds 4 B gradients
+    up = s.model_copy(update={"method": "qlora", "kbit_upcast": True})
+    up_ds = up.model_copy(update={"deepspeed": True})
+    diff = (
+        estimate(llama70, up).components["activations"]
+        - estimate(llama70, up_ds).components["activations"]
+    )
+    assert diff == pytest.approx(20 * GIB, rel=1e-9)
