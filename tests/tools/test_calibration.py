@@ -186,15 +186,16 @@ def test_headline_figures_reached_leave_one_source_out(report) -> None:  # type:
     # 11's three new sources had raised the share under-estimated by >10 % from 8 % (195 rows)
     # to 20 %; the kbit fp32 stream, FSDP's unsharded root and held outputs brought it to 12 %;
     # the 16-bit Qwen1 loss and compiled losses took p90 from 28.9 % to 23.9 %; DeepSpeed's
-    # gradient buckets sized by reduce_bucket_size, not by what trains, to 23.7 % and 11.7 %
+    # gradient buckets sized by reduce_bucket_size, not by what trains, to 23.7 % and 11.7 %;
+    # FSDP1's held layer-input gradients (frozen units, reentrant checkpointing) to 6.8 %
     head = summarize(report["loso"])
     assert head["median_ape"] <= 0.085, head
     assert head["p90_ape"] <= 0.238, head
-    assert head["under_10"] <= 0.12, head
-    # no bias: 8.1 %, 23.5 % (the median was 7.6 % while long-sequence over-estimates offset the
+    assert head["under_10"] <= 0.07, head
+    # no bias: 6.9 %, 19.7 % (the median was 7.6 % while long-sequence over-estimates offset the
     # constant under-estimates; see the report's notes)
     expected = summarize(report["loso"], "err_expected")
-    assert expected["median_ape"] <= 0.082 and expected["p90_ape"] <= 0.236, expected
+    assert expected["median_ape"] <= 0.072 and expected["p90_ape"] <= 0.2, expected
     # every fold's bias was fitted without the held-out source and kept the median cap
     assert all(0.0 <= c[2] <= 0.2 for c in report["loso_constants"].values())
 
