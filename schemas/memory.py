@@ -140,6 +140,13 @@ class TrainingSetup(BaseModel):
     # hand-written loop does (`output = model(...)`; `output.loss.backward()`); HF Trainer
     # returns only the loss from compute_loss.
     output_held: bool = False
+    # Activation checkpointing is HF's model-level gradient checkpointing with use_reentrant=True
+    # (transformers' default): torch.utils.checkpoint runs around each FSDP-wrapped decoder
+    # layer, so FSDP1 sees the layer's input as a detached leaf in the recomputed forward.
+    # False for use_reentrant=False, or torch's checkpoint_wrapper applied inside the FSDP units
+    # (apply_activation_checkpointing: Answer.AI's train.py, accelerate's
+    # fsdp_activation_checkpointing).
+    hf_reentrant_checkpointing: bool = True
     stack: Stack = "hf"
     # HF Trainer hands mixed precision to DeepSpeed's engine: the model is cast to bf16/fp16 and
     # no torch.autocast region runs (accelerate enables native AMP only without DeepSpeed).

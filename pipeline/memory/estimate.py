@@ -311,10 +311,12 @@ def fsdp1_held_input_grads(m: ModelSpec, s: TrainingSetup, layers: int) -> float
     post-backward final callback. So every layer's checkpointed input stays alive through the
     backward pass (the estimate already holds all of them at a layer's backward) and gains its
     gradient, stream dtype x hidden per token: at the first layer's backward, one per layer.
+    Not when the checkpoint runs inside the unit or without reentry: the hook then holds the
+    previous layer's output node, whose saved tensors autograd releases as usual.
     """
     fsdp1 = s.zero == 3 and s.dp > 1 and not s.deepspeed and s.stack == "hf"
     frozen_units = s.method != "full"
-    reentrant = s.recompute == "full" and not s.recompute_modules
+    reentrant = s.recompute == "full" and not s.recompute_modules and s.hf_reentrant_checkpointing
     if not (fsdp1 and frozen_units and reentrant):
         return 0.0
     sp = s.sequence_parallel and s.tp > 1

@@ -145,6 +145,11 @@ def test_row_parsing_units_and_totals() -> None:
     assert not isinstance(stated, str)
     assert (stated.setup.lora_dropout, stated.setup.kbit_upcast) == (0.0, False)
     assert row_to_case(0, _row(use="no: peak is a load transient")) == "peak is a load transient"
+    # HF's reentrant checkpointing unless stated otherwise or Answer.AI's checkpoint_wrapper
+    assert not isinstance(c, str) and c.setup.hf_reentrant_checkpointing
+    for kw in ({"grad_ckpt": "on (use_reentrant False)"}, {"source": "AnswerDotAI/fsdp_qlora x"}):
+        off = row_to_case(0, _row(**kw))
+        assert not isinstance(off, str) and not off.setup.hf_reentrant_checkpointing
 
 
 def test_deepspeed_buckets_as_stated_else_the_frameworks_config() -> None:
@@ -187,15 +192,16 @@ def test_headline_figures_reached_leave_one_source_out(report) -> None:  # type:
     # to 20 %; the kbit fp32 stream, FSDP's unsharded root and held outputs brought it to 12 %;
     # the 16-bit Qwen1 loss and compiled losses took p90 from 28.9 % to 23.9 %; DeepSpeed's
     # gradient buckets sized by reduce_bucket_size, not by what trains, to 23.7 % and 11.7 %;
-    # FSDP1's held layer-input gradients (frozen units, reentrant checkpointing) to 6.8 %
+    # FSDP1's held layer-input gradients (frozen units, reentrant checkpointing) to 23.2 % and
+    # 6.8 %
     head = summarize(report["loso"])
     assert head["median_ape"] <= 0.085, head
-    assert head["p90_ape"] <= 0.238, head
+    assert head["p90_ape"] <= 0.233, head
     assert head["under_10"] <= 0.07, head
-    # no bias: 6.9 %, 19.7 % (the median was 7.6 % while long-sequence over-estimates offset the
+    # no bias: 6.9 %, 19.4 % (the median was 7.6 % while long-sequence over-estimates offset the
     # constant under-estimates; see the report's notes)
     expected = summarize(report["loso"], "err_expected")
-    assert expected["median_ape"] <= 0.072 and expected["p90_ape"] <= 0.2, expected
+    assert expected["median_ape"] <= 0.072 and expected["p90_ape"] <= 0.195, expected
     # every fold's bias was fitted without the held-out source and kept the median cap
     assert all(0.0 <= c[2] <= 0.2 for c in report["loso_constants"].values())
 

@@ -422,7 +422,12 @@ def test_fsdp1_frozen_units_hold_every_layer_input_gradient() -> None:
     # the peak moves from the start of backward to the first layer's backward
     assert fsdp1.peak_phase == "layer_backward"
     # not for trained units (AccumulateGrad hooks), non-reentrant recompute or FSDP2 recipes
-    for update in ({"method": "full"}, {"recompute": "selective"}, {"stack": "torchtune"}):
+    for update in (
+        {"method": "full"},
+        {"recompute": "selective"},
+        {"stack": "torchtune"},
+        {"hf_reentrant_checkpointing": False},  # checkpoint inside the unit, or non-reentrant
+    ):
         other = s.model_copy(update=update)
         plain = estimate(llama70, other.model_copy(update={"deepspeed": True}))
         assert estimate(llama70, other).components["activations"] == plain.components["activations"]
