@@ -122,6 +122,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="DeepSpeed ZeRO-1/2 overlap_comm: a second gradient bucket",
     )
+    parser.add_argument(
+        "--no-reentrant",
+        action="store_true",
+        help="gradient checkpointing with use_reentrant=False, or checkpoint wrappers inside "
+        "the FSDP units: FSDP1 then frees each layer's input and its gradient as it goes",
+    )
     parser.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=d.zero)
     parser.add_argument("--fsdp", action="store_true", help="FSDP full shard (same as --zero 3)")
     parser.add_argument("--dp", type=int, default=d.dp)
@@ -189,6 +195,7 @@ def setup_from_args(args: argparse.Namespace) -> TrainingSetup:
         deepspeed=args.deepspeed,
         reduce_bucket_elements=args.reduce_bucket_size,
         overlap_comm=args.overlap_comm,
+        hf_reentrant_checkpointing=not args.no_reentrant,
         zero=3 if args.fsdp else args.zero,
         dp=args.dp,
         tp=args.tp,
