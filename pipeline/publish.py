@@ -113,7 +113,8 @@ class SnapshotWriter:
         target = self.staging / rel_dir
         target.mkdir(parents=True, exist_ok=True)
         path = target / f"part-{n:05d}.parquet"
-        table = df.select(schema.names).to_arrow().cast(schema)
+        # one contiguous part: Parquet pages follow Arrow chunks, and write_table's bytes are these
+        table = df.select(schema.names).rechunk().to_arrow().cast(schema)
         pq.write_table(table, path, compression=self.cfg.compression)
         return self._describe(path, rows=df.height)
 
