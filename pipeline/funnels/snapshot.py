@@ -309,7 +309,10 @@ def _write_sft(
     tool-use samples (a row's sample depends on that row alone) into `tools_out`; only the
     token lengths and the report's digest are kept."""
     sft_out = writer.open_stream("sft", arrow.SFT, partition_by="tier")
-    tokens, tool_tokens, counters, digests = [], [], [], []
+    tokens: list[pl.DataFrame] = []
+    tool_tokens: list[pl.DataFrame] = []
+    counters: list[dict[str, int]] = []
+    digests: list[SampleDigest] = []
     for chunk in _sft_chunks(pieces):
         sft_out.write(chunk)
         tokens.append(chunk.select("tier", "n_tokens"))
