@@ -86,40 +86,17 @@ class SnapshotWriter:
         partition_by: str | None = None,
     ) -> None:
         """`write_table` of the concatenated `chunks`, holding at most about one shard per
-        partition: a partition's shard is written as soon as it is full. Its size comes
-        from the first rows seen of that partition, so the same chunks give the same files."""
-        buffers: dict[str, list[pl.DataFrame]] = {}
-        sizes: dict[str, int] = {}
-        written: dict[str, int] = {}
-
-        def folder(key: str) -> str:
-            return f"{name}/{partition_by}={key}" if partition_by else name
-
+        partition (see `open_stream`)."""
+        stream = self.open_stream(name, schema, partition_by)
         for chunk in chunks:
-            groups = (
-                chunk.group_by(partition_by, maintain_order=True)
-                if partition_by
-                else [(("",), chunk)]
-            )
-            for (key,), part in groups:
-                key = str(key)
-                buffers.setdefault(key, []).append(part)
-                if key not in sizes:
-                    sizes[key] = self._rows_per_shard(part)
-                while sum(f.height for f in buffers[key]) >= sizes[key]:
-                    full = pl.concat(buffers[key])
-                    n = written.get(key, 0)
-                    self._write_part(
-                        f"{name}/{partition_by}={key}", n, full.head(sizes[key]), schema
-                    )
-                    written[key] = n + 1
-                    buffers[key] = [full.slice(sizes[key])]
-        if not partition_by and not buffers:
-            buffers[""] = [pl.from_arrow(schema.empty_table())]  # an empty table: one empty part
-        for key in sorted(buffers):
-            rest = pl.concat(buffers[key], how="vertical_relaxed")
-            if rest.height or not written.get(key):
-                self._write_part(folder(key), written.get(key, 0), rest, schema)
+            stream.write(chunk)
+        stream.close()
+
+    def open_stream(
+        self, name: str, schema: pa.Schema, partition_by: str | None = None
+    ) -> TableStream:
+        """A table written a chunk at a time; several can be open at once."""
+        return TableStream(self, name, schema, partition_by)
 
     def _rows_per_shard(self, df: pl.DataFrame) -> int:
         per_row = df.estimated_size() / max(df.height, 1)
@@ -131,13 +108,15 @@ class SnapshotWriter:
             ),
         )
 
-    def _write_part(self, rel_dir: str, n: int, df: pl.DataFrame, schema: pa.Schema) -> None:
+    def _write_part(self, rel_dir: str, n: int, df: pl.DataFrame, schema: pa.Schema) -> OutputFile:
+        """Write one part; the caller records it (`outputs`) when the table is complete."""
         target = self.staging / rel_dir
         target.mkdir(parents=True, exist_ok=True)
         path = target / f"part-{n:05d}.parquet"
-        table = df.select(schema.names).to_arrow().cast(schema)
+        # one contiguous part: Parquet pages follow Arrow chunks, and write_table's bytes are these
+        table = df.select(schema.names).rechunk().to_arrow().cast(schema)
         pq.write_table(table, path, compression=self.cfg.compression)
-        self._record(path, rows=df.height)
+        return self._describe(path, rows=df.height)
 
     def _write_shards(self, rel_dir: str, df: pl.DataFrame, schema: pa.Schema) -> list[OutputFile]:
         target = self.staging / rel_dir
@@ -195,15 +174,18 @@ class SnapshotWriter:
         return self._record(path, rows=0)
 
     def _record(self, path: Path, rows: int) -> OutputFile:
+        entry = self._describe(path, rows)
+        self.outputs.append(entry)
+        return entry
+
+    def _describe(self, path: Path, rows: int) -> OutputFile:
         data = path.read_bytes()
-        entry = OutputFile(
+        return OutputFile(
             path=path.relative_to(self.staging).as_posix(),
             rows=rows,
             bytes=len(data),
             sha256=sha256_bytes(data),
         )
-        self.outputs.append(entry)
-        return entry
 
     def commit(self, manifest: Manifest) -> Path:
         """Write the manifest, move the snapshot into place, then point LATEST at it."""
@@ -218,6 +200,61 @@ class SnapshotWriter:
         set_latest(self.out, self.snapshot_id)
         prune_snapshots(self.out, self.cfg.keep_snapshots)
         return final
+
+
+class TableStream:
+    """Chunks of one table (`SnapshotWriter.open_stream`): a partition's shard is written as
+    soon as it is full, so at most about one shard per partition is held. A shard's size comes
+    from the first rows seen of its partition, so the same chunks give the same files; `close`
+    writes what is left (an unpartitioned table without rows: one empty part) and lists the
+    table's files in the snapshot's outputs."""
+
+    def __init__(
+        self, writer: SnapshotWriter, name: str, schema: pa.Schema, partition_by: str | None
+    ) -> None:
+        self.writer, self.name, self.schema, self.partition_by = writer, name, schema, partition_by
+        self.buffers: dict[str, list[pl.DataFrame]] = {}
+        self.sizes: dict[str, int] = {}
+        self.written: dict[str, int] = {}
+        self.files: list[OutputFile] = []
+
+    def _folder(self, key: str) -> str:
+        return f"{self.name}/{self.partition_by}={key}" if self.partition_by else self.name
+
+    def write(self, chunk: pl.DataFrame) -> None:
+        groups = (
+            chunk.group_by(self.partition_by, maintain_order=True)
+            if self.partition_by
+            else [(("",), chunk)]
+        )
+        for (value,), part in groups:
+            if part.height == 0:
+                continue
+            key = str(value)
+            buffer = self.buffers.setdefault(key, [])
+            buffer.append(part)
+            if key not in self.sizes:
+                self.sizes[key] = self.writer._rows_per_shard(part)
+            size = self.sizes[key]
+            while sum(f.height for f in buffer) >= size:
+                full = pl.concat(buffer, how="vertical_relaxed")
+                n = self.written.get(key, 0)
+                self.files.append(
+                    self.writer._write_part(self._folder(key), n, full.head(size), self.schema)
+                )
+                self.written[key] = n + 1
+                buffer[:] = [full.slice(size)]
+
+    def close(self) -> None:
+        if not self.partition_by and not self.buffers:
+            self.buffers[""] = [pl.from_arrow(self.schema.empty_table())]  # type: ignore[list-item]
+        for key in sorted(self.buffers):
+            rest = pl.concat(self.buffers[key], how="vertical_relaxed")
+            n = self.written.get(key, 0)
+            if rest.height or not n:
+                self.files.append(self.writer._write_part(self._folder(key), n, rest, self.schema))
+        self.buffers = {}
+        self.writer.outputs += sorted(self.files, key=lambda f: f.path)  # as write_table lists them
 
 
 def new_snapshot_id() -> str:

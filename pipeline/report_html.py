@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
@@ -36,6 +37,71 @@ svg text{font:11px system-ui,sans-serif}
 """
 
 
+@dataclass(frozen=True)
+class SampleDigest:
+    """What the report shows of the SFT rows, gathered a chunk at a time (`of` each chunk, then
+    `merge`): occurrences per alarm code, samples and distinct codes per machine, and each
+    tier's examples (the lowest hashes of record_id, ties in row order)."""
+
+    rows: int
+    codes: pl.DataFrame  # code, len
+    machines: pl.DataFrame  # asset, len, codes (distinct; a null code inside a list counts)
+    examples: pl.DataFrame  # tier, _h, record_id, source_file, source_row, messages
+
+    @classmethod
+    def of(cls, sft: pl.DataFrame) -> SampleDigest:
+        """The digest of SFT rows (`tier`, `asset`, `alarm_codes`, `messages`, lineage)."""
+        return cls(
+            rows=sft.height,
+            codes=sft.select(pl.col("alarm_codes").explode().alias("code"))
+            .drop_nulls()
+            .group_by("code")
+            .len(),
+            machines=sft.drop_nulls("asset")
+            .group_by("asset")
+            .agg(pl.len(), _distinct(pl.col("alarm_codes")).alias("codes")),
+            examples=_first_examples(
+                sft.select(
+                    "tier",
+                    pl.col("record_id").hash(0).alias("_h"),
+                    "record_id",
+                    "source_file",
+                    "source_row",
+                    "messages",
+                )
+            ),
+        )
+
+    def merge(self, later: SampleDigest) -> SampleDigest:
+        """The digest of this digest's rows followed by `later`'s."""
+        machines = pl.concat([self.machines, later.machines], how="vertical_relaxed")
+        return SampleDigest(
+            rows=self.rows + later.rows,
+            codes=pl.concat([self.codes, later.codes], how="vertical_relaxed")
+            .group_by("code")
+            .agg(pl.col("len").sum()),
+            machines=machines.group_by("asset").agg(
+                pl.col("len").sum(), _distinct(pl.col("codes")).alias("codes")
+            ),
+            examples=_first_examples(
+                pl.concat([self.examples, later.examples], how="vertical_relaxed")
+            ),
+        )
+
+
+def _distinct(codes: pl.Expr) -> pl.Expr:
+    """A group's distinct codes: empty and null lists add none, a null code inside counts."""
+    return codes.list.explode(keep_nulls=False, empty_as_null=False).unique()
+
+
+def _first_examples(rows: pl.DataFrame) -> pl.DataFrame:
+    return (
+        rows.sort("tier", "_h", maintain_order=True)
+        .group_by("tier", maintain_order=True)
+        .head(EXAMPLES_PER_TIER)
+    )
+
+
 class _Raw(str):
     """HTML already built and escaped: a table cell that is not escaped again."""
 
@@ -50,14 +116,14 @@ def render_report(
     pretrain_tokens: pl.Series | None,
     *,
     history: Sequence[Manifest] = (),
-    sft: pl.DataFrame | None = None,
+    samples: SampleDigest | None = None,
     incidents: pl.DataFrame | None = None,
 ) -> str:
     """The report page of a snapshot; `sft_tokens` has columns `tier` and `n_tokens`.
 
     `history`: manifests of the earlier snapshots under the same output (oldest first) for the
-    trend; `sft`: the SFT rows (`tier`, `asset`, `alarm_codes`, `messages`, lineage) for the top
-    codes and machines and the examples; `incidents`: alarm-log incidents (`machine`,
+    trend; `samples`: the digest of the SFT rows for the top codes and machines and the
+    examples; `incidents`: alarm-log incidents (`machine`,
     `alarm_codes`, `first_at`, `last_at`, `count`) for the timeline."""
     m, c, r = manifest, manifest.counts, manifest.refresh
     refresh = f"{len(r.processed)} processed, {len(r.carried)} carried, {len(r.removed)} removed"
@@ -90,9 +156,9 @@ def render_report(
         '<span class="muted">(green fits, yellow fits with recomputation, red does not fit)'
         "</span></p>" + _gpu_matrix(plan),
         _section("trend", "Trend across refreshes", _trend([*history, m])),
-        _section("top", "Top alarm codes and machines", _top(sft)),
+        _section("top", "Top alarm codes and machines", _top(samples)),
         _section("timeline", "Incident timeline per machine", _timeline(incidents)),
-        _section("examples", "Example samples per tier (redacted)", _examples(sft)),
+        _section("examples", "Example samples per tier (redacted)", _examples(samples)),
         "<h2>Inputs</h2>"
         + _table(["path", "kind", "encoding", "rows", "skipped lines", "bytes"], inputs),
         "<h2>Other sources</h2>" + (sources or '<p class="muted">none</p>'),
@@ -395,27 +461,12 @@ def _line_chart(series: dict[str, list[int]], colors: dict[str, str]) -> str:
     return "".join(svg) + "</svg>"
 
 
-def _top(sft: pl.DataFrame | None) -> str:
-    if sft is None or sft.height == 0:
+def _top(samples: SampleDigest | None) -> str:
+    if samples is None or samples.rows == 0:
         return '<p class="muted">no samples</p>'
-    codes = (
-        sft.select(pl.col("alarm_codes").explode().alias("code"))
-        .drop_nulls()
-        .group_by("code")
-        .len()
-        .sort(["len", "code"], descending=[True, False])
-        .head(TOP_N)
-    )
+    codes = samples.codes.sort(["len", "code"], descending=[True, False]).head(TOP_N)
     machines = (
-        sft.drop_nulls("asset")
-        .group_by("asset")
-        .agg(
-            pl.len(),
-            pl.col("alarm_codes")
-            .list.explode(keep_nulls=False, empty_as_null=False)
-            .n_unique()
-            .alias("codes"),
-        )
+        samples.machines.with_columns(pl.col("codes").list.len())
         .sort(["len", "asset"], descending=[True, False])
         .head(TOP_N)
     )
@@ -475,16 +526,12 @@ def _timeline(incidents: pl.DataFrame | None) -> str:
     return "".join(svg) + table
 
 
-def _examples(sft: pl.DataFrame | None) -> str:
+def _examples(samples: SampleDigest | None) -> str:
     """Three samples per tier (picked by a hash of record_id), PII redacted once more."""
-    if sft is None or sft.height == 0:
+    if samples is None or samples.rows == 0:
         return '<p class="muted">no samples</p>'
     turns = (
-        sft.select("tier", "record_id", "source_file", "source_row", "messages")
-        .with_columns(_h=pl.col("record_id").hash(0))
-        .sort("tier", "_h")
-        .group_by("tier", maintain_order=True)
-        .head(EXAMPLES_PER_TIER)
+        samples.examples.drop("_h")
         .with_row_index("_n")
         .explode("messages")
         .unnest("messages")

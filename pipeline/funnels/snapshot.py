@@ -13,8 +13,8 @@ import polars as pl
 from pipeline.funnels.incremental import carried_published, carried_rows
 from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_counts, funnel
 from pipeline.plan import plan_snapshot
-from pipeline.publish import SnapshotWriter, new_snapshot_id
-from pipeline.report_html import render_report, snapshot_history
+from pipeline.publish import SnapshotWriter, TableStream, new_snapshot_id
+from pipeline.report_html import SampleDigest, render_report, snapshot_history
 from pipeline.stage import empty_rejects
 from pipeline.text.pii import redact_customers
 from pipeline.tool_samples import tool_use_samples
@@ -100,18 +100,10 @@ def publish_snapshot(
     alarm-log incidents), `rejected` the rejects from that stage on; the stages before it
     (alarm-log lines and events) are counted per stage and in `sources`."""
     carrying = [r for r in runs if r.carries_published]
-    sft = (
-        pl.concat(
-            [
-                empty_sft(),
-                *carried_samples(runs, previous),
-                *(pl.read_parquet(p) for r in runs for p in r.sft),
-            ],
-            how="diagonal_relaxed",
-        )
-        .pipe(as_sft_rows)
-        .sort("source_kind", "source_file", "source_row")
-    )
+    sft_pieces = [
+        *(_frame_piece(f) for f in carried_samples(runs, previous)),
+        *(_path_piece(p) for r in runs for p in r.sft),
+    ]
     previous_rejects = [
         carried_published(previous, "rejects", r.kind, r.plan.unchanged) for r in carrying
     ]
@@ -162,7 +154,7 @@ def publish_snapshot(
                 by_reason[reason] = by_reason.get(reason, 0) + n
     counts = Counts(
         read=sum(c.read for k, c in stages.items() if k in units),
-        kept=sft.height,
+        kept=sum(p.rows for p in sft_pieces if p is not None),
         rejected=sum(c.rejected for k, c in stages.items() if k in headline),
         by_reason=dict(sorted(by_reason.items())),
         stages=stages,
@@ -173,7 +165,6 @@ def publish_snapshot(
     ).sort("path")
     tables = {name: pl.read_parquet(p) for r in runs for name, p in r.tables.items()}
     pretrain = tables.get("pretrain")
-    tools = tool_use_samples(sft, tables.get("fault_codes"), cfg.tokens, cfg.tool_samples)
     refresh = RefreshSummary(
         previous_snapshot=state.name if state else None,
         processed=sorted(p for r in runs for p in r.plan.to_process),
@@ -181,7 +172,8 @@ def publish_snapshot(
         removed=sorted(p for r in runs for p in r.plan.removed),
     )
     with SnapshotWriter(out, cfg.publish, new_snapshot_id()) as writer:
-        writer.write_table("sft", sft, arrow.SFT, partition_by="tier")
+        tools_out = writer.open_stream("sft_tools", arrow.SFT_TOOLS)
+        sft = _write_sft(writer, sft_pieces, tables.get("fault_codes"), cfg, tools_out)
         if pretrain is not None:
             writer.write_table("pretrain", pretrain, arrow.PRETRAIN)
         if "fault_codes" in tables:
@@ -190,8 +182,8 @@ def publish_snapshot(
             writer.write_table("incidents", tables["incidents"], arrow.INCIDENTS)
         rejects = (_redacted_rejects(c, cfg) for c in sorted_chunks(reject_pieces, REJECT_ORDER))
         writer.write_stream("rejects", rejects, arrow.REJECTS)
-        writer.write_table("sft_tools", tools.kept, arrow.SFT_TOOLS)
-        plan = plan_snapshot(sft, pretrain, cfg.plan, tools.kept)
+        tools_out.close()
+        plan = plan_snapshot(sft.tokens, pretrain, cfg.plan, sft.tool_tokens)
         writer.write_json("plan.json", plan.model_dump(mode="json"))
         write_trainer_configs(writer, plan, cfg.plan, cfg.trainer)
         writer.write_state("ledger", ledger)
@@ -209,7 +201,7 @@ def publish_snapshot(
             skipped=skipped or [],
             counts=counts,
             sources={k: v for r in runs for k, v in r.sources.items()}
-            | {"sft_tools": tools.counters},
+            | {"sft_tools": sft.tool_counters},
             refresh=refresh,
             quarantined=[
                 QuarantinedFile(**row)
@@ -224,16 +216,16 @@ def publish_snapshot(
         report = render_report(
             manifest,
             plan,
-            sft.select("tier", "n_tokens"),
+            sft.tokens,
             pretrain_tokens,
             history=snapshot_history(out),
-            sft=sft,
+            samples=sft.digest,
             incidents=tables.get("incident_stage"),
         )
         writer.write_text("report.html", report)
         manifest = manifest.model_copy(update={"outputs": writer.outputs})
         path = writer.commit(manifest)
-    tiers = sft.group_by("tier").len().sort("tier")
+    tiers = sft.tokens.group_by("tier").len().sort("tier")
     return Published(path, manifest, plan, dict(zip(tiers["tier"], tiers["len"], strict=True)))
 
 
@@ -294,6 +286,71 @@ def sorted_chunks(pieces: list[_Piece | None], order: tuple[str, ...]) -> Iterat
         last = max(last, piece.last) if len(group) > 1 else piece.last
     if group:
         yield flush()
+
+
+@dataclass(frozen=True)
+class _SftSummary:
+    """What the rest of the snapshot reads of the SFT rows once they are written."""
+
+    tokens: pl.DataFrame  # tier, n_tokens of every row
+    tool_tokens: pl.DataFrame  # n_tokens of every tool-use sample
+    tool_counters: dict[str, int]
+    digest: SampleDigest
+
+
+def _write_sft(
+    writer: SnapshotWriter,
+    pieces: list[_Piece | None],
+    knowledge_base: pl.DataFrame | None,
+    cfg: PipelineConfig,
+    tools_out: TableStream,
+) -> _SftSummary:
+    """Write the SFT rows a chunk at a time (a shard, or a carried kind's files), and their
+    tool-use samples (a row's sample depends on that row alone) into `tools_out`; only the
+    token lengths and the report's digest are kept."""
+    sft_out = writer.open_stream("sft", arrow.SFT, partition_by="tier")
+    tokens: list[pl.DataFrame] = []
+    tool_tokens: list[pl.DataFrame] = []
+    counters: list[dict[str, int]] = []
+    digests: list[SampleDigest] = []
+    for chunk in _sft_chunks(pieces):
+        sft_out.write(chunk)
+        tokens.append(chunk.select("tier", "n_tokens"))
+        tools = tool_use_samples(chunk, knowledge_base, cfg.tokens, cfg.tool_samples)
+        tools_out.write(tools.kept)
+        tool_tokens.append(tools.kept.select("n_tokens"))
+        counters.append(tools.counters)
+        digests.append(SampleDigest.of(chunk))
+        if len(digests) == 2:
+            digests = [digests[0].merge(digests[1])]
+    sft_out.close()
+    return _SftSummary(
+        pl.concat(tokens), pl.concat(tool_tokens), summed_counters(counters), digests[0]
+    )
+
+
+def _sft_chunks(pieces: list[_Piece | None]) -> Iterator[pl.DataFrame]:
+    """The SFT rows in publish order as SFT columns, a chunk at a time (see `sorted_chunks`);
+    one empty chunk when there are none, so every per-chunk result has its empty form."""
+    empty = True
+    for chunk in sorted_chunks(pieces, SFT_ORDER):
+        empty = False
+        yield as_sft_rows(chunk)
+    if empty:
+        yield empty_sft()
+
+
+def summed_counters(parts: list[dict[str, int]]) -> dict[str, int]:
+    """Counters of one stage run a chunk at a time, summed, in `stage_result`'s order: read,
+    kept, rejected, rows per reason (sorted), then the others in the order first seen."""
+    total: dict[str, int] = {}
+    for part in parts:
+        for name, n in part.items():
+            total[name] = total.get(name, 0) + n
+    head = [k for k in ("read", "kept", "rejected") if k in total]
+    reasons = sorted(k for k in total if k.startswith("rejected_"))
+    rest = [k for k in total if k not in head and k not in reasons]
+    return {k: total[k] for k in (*head, *reasons, *rest)}
 
 
 def no_samples_reason(manifest: Manifest) -> str | None:

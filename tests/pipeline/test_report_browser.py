@@ -21,7 +21,7 @@ import pytest
 
 from pipeline.messages import render_messages
 from pipeline.plan import plan_stages
-from pipeline.report_html import render_report
+from pipeline.report_html import SampleDigest, render_report
 from schemas.plan import PlanConfig
 from tests.pipeline.test_report_html import _manifest
 
@@ -138,7 +138,7 @@ def _page(tmp_path: Path) -> Path:
     plan = plan_stages(lengths, PlanConfig())
     html = render_report(
         base, plan, sft.select("tier", "n_tokens"), None,
-        history=[earlier], sft=sft, incidents=incidents,
+        history=[earlier], samples=SampleDigest.of(sft), incidents=incidents,
     )  # fmt: skip
     assert "13812345678" not in html  # redacted in the examples
     page = tmp_path / "report.html"

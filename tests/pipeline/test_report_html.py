@@ -212,3 +212,62 @@ def test_run_that_kept_nothing_still_renders() -> None:
     parser.feed(page)
     assert parser.errors == [] and parser.stack == []
     assert "no token counts" in page and _cdf_lines(page) == {}
+
+
+def _work_orders() -> pl.DataFrame:
+    """Rendered work-order samples as technicians type them; machines recur across files."""
+    from pipeline.messages import render_messages
+
+    return render_messages(
+        pl.DataFrame(
+            {
+                "record_id": [f"wo-{i}" for i in range(8)],
+                "source_file": ["workorders/维修工单_2024.csv"] * 4 + ["workorders/sv.csv"] * 4,
+                "source_row": [3, 4, 5, 6, 2, 3, 4, 5],
+                "tier": ["A", "A", "B", "C", "A", "A", "B", "A"],
+                "asset": ["CNC-25", "CNC-25", "M-205", None, "CNC-25", "M-205", "CNC-25", "M-102"],
+                "language": ["zh", "zh", "zh", "zh", "en", "en", "en", "en"],
+                "alarm_codes": [["FANUC:SV0436"], ["FANUC:SV0436", "FANUC:SV0401"], [], None,
+                                ["FANUC:SV0401"], ["SINUMERIK:25000"], ["FANUC:SV0436"],
+                                ["HAAS:161"]],
+                "symptom": ["Y轴报警SV0436", "开机报警SV0401 SV0436", "换刀卡刀", "主轴异响",
+                            "SV0401 at power on", "25000 X axis encoder", "SV436 again",
+                            "Alarm 161 X axis drive fault"],
+                "diagnosis": ["润滑不良", "MCC未吸合", None, None, "MCC contact worn",
+                              "Encoder cable chafed", "Y axis gib dry", "Amplifier"],
+                "action": ["疏通油路", "更换MCC", "调整机械手", None, "Replaced MCC",
+                           "Replaced cable", "Lubed Y way", "Replaced amplifier"],
+                "prevention": [None] * 8,
+            }
+        )
+    )  # fmt: skip
+
+
+def _section_html(page: str, key: str) -> str:
+    start = page.index(f'<section id="{key}">')
+    return page[start : page.index("</section>", start)]
+
+
+def test_digest_merged_chunk_by_chunk_shows_what_the_whole_table_shows() -> None:
+    """Top codes, machines (distinct codes over all chunks, not summed) and examples are the
+    same whether the SFT rows are digested at once or a chunk at a time."""
+    from pipeline.report_html import SampleDigest
+
+    rows = _work_orders()
+    plan = Plan(headroom=0.15, stages=[])
+    tokens = pl.DataFrame(schema={"tier": pl.String, "n_tokens": pl.Int32})
+    whole = render_report(_manifest(), plan, tokens, None, samples=SampleDigest.of(rows))
+    merged = SampleDigest.of(rows.slice(0, 3))
+    for chunk in (rows.slice(3, 2), rows.slice(5, 3)):
+        merged = merged.merge(SampleDigest.of(chunk))
+    chunked = render_report(_manifest(), plan, tokens, None, samples=merged)
+    assert merged.rows == rows.height
+    for key in ("top", "examples"):
+        assert _section_html(chunked, key) == _section_html(whole, key)
+    machines = dict(zip(merged.machines["asset"], merged.machines["codes"].list.len(), strict=True))
+    assert machines == {"CNC-25": 2, "M-205": 1, "M-102": 1}  # SV0436 in 3 chunks, counted once
+    samples = dict(zip(merged.machines["asset"], merged.machines["len"], strict=True))
+    assert samples == {"CNC-25": 4, "M-205": 2, "M-102": 1}
+    codes = dict(zip(merged.codes["code"], merged.codes["len"], strict=True))
+    assert codes["FANUC:SV0436"] == 3 and codes["FANUC:SV0401"] == 2
+    assert merged.examples.group_by("tier").len().sort("tier")["len"].to_list() == [3, 2, 1]
