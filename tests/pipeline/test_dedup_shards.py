@@ -1,10 +1,5 @@
-"""Dedup over shards gives exactly what the single-frame stage gives on the same records.
-
-Note (merge of issue 14 onto issue 13's dedup): the shards' records are still deduplicated
-in one step over all of them, then split back per shard; the partitioned version issue 14
-built on the earlier dedup is not yet ported onto issue 13's candidates and decisions.
-`test_no_dedup_step_holds_every_record` says so, and fails loudly once it is.
-"""
+"""Dedup over shards gives exactly what the single-frame stage gives on the same records,
+in steps none of which reads the records of every shard."""
 
 from __future__ import annotations
 
@@ -100,11 +95,6 @@ def test_sharded_dedup_equals_single_frame_on_sample_exports(repo: Path, tmp_pat
         _assert_same(single, _sharded(both, size, None, cfg, tmp_path / str(size)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not yet ported: sharded dedup runs issue 13's single-frame dedup in one step "
-    "over every shard's records (pipeline/funnels/sharded_dedup.py)",
-)
 def test_no_dedup_step_holds_every_record(repo: Path, tmp_path) -> None:
     """Issue 14's bound: no dedup step reads the records of every shard at once."""
     cfg = PipelineConfig()
