@@ -25,57 +25,110 @@ from schemas.dedup import DedupConfig, index_schema
 
 MAX_PARTITION_BITS = 8  # at most 2^8 partitions of bucket entries
 _RANK = ("n_parts", "has_codes", "cause_len", "content_len")
+_RECORDS = pl.DataFrame(
+    schema={
+        "row": pl.Int64,
+        "record_id": pl.String,
+        "key": pl.UInt64,
+        "content_hash": pl.UInt64,
+        **dict.fromkeys(("n_parts", "cause_len", "content_len"), pl.Int64),
+        "has_codes": pl.Boolean,
+    }
+).select("row", "record_id", "key", "content_hash", *_RANK)
 
 
 def _side(kept: pl.DataFrame, **state: pl.DataFrame) -> StageResult:
     return StageResult(kept, empty_rejects(), {}, dict(state))
 
 
-def _node_frame(cfg: DedupConfig, **columns) -> pl.DataFrame:
+def _node_frame(cfg: DedupConfig) -> pl.DataFrame:
+    """Columns of a `nodes` table: a node's key, its records in the shard, and its index row
+    but the signature (kept apart in a `signatures` table)."""
     schema = {"key": pl.UInt64(), "n_records": pl.Int64(), **index_schema(cfg.num_perm)}
-    return pl.DataFrame(columns, schema=schema)
+    return pl.DataFrame(schema={c: t for c, t in schema.items() if c != "signature"})
+
+
+def flat_signatures(sig: np.ndarray) -> pl.DataFrame:
+    """Signatures (nodes × num_perm) as one UInt32 column, row after row: Parquet reads a
+    plain column several times faster than a fixed-size list column."""
+    return pl.DataFrame({"value": sig.ravel()}, schema={"value": pl.UInt32})
+
+
+def signature_rows(flat: pl.DataFrame | None, cfg: DedupConfig) -> np.ndarray:
+    """`flat_signatures` back as nodes × num_perm."""
+    values = flat.get_column("value").to_numpy() if flat is not None else np.empty(0, np.uint32)
+    return values.reshape(-1, cfg.num_perm)
+
+
+def with_signatures(nodes: pl.DataFrame, sig: np.ndarray, cfg: DedupConfig) -> pl.DataFrame:
+    """`nodes` with their signatures as the index's `signature` column."""
+    return nodes.with_columns(pl.Series("signature", sig, pl.Array(pl.UInt32, cfg.num_perm)))
 
 
 def shard_nodes(frame: pl.DataFrame | None, cfg: DedupConfig) -> dict[str, StageResult]:
     """Per record of a shard (with content): row, record_id, node key and ranking features;
-    state `nodes`: the shard's distinct nodes in order of first record."""
+    state `nodes`: the shard's distinct nodes in order of first record, and `signatures`
+    theirs (`flat_signatures`). Worked
+    `cfg.batch_size` records at a time as `dedup` does (the next batch's features in a
+    background thread while this one's signatures run)."""
     df = frame if frame is not None else pl.DataFrame({"record_id": []}, {"record_id": pl.String})
-    f = dd._features(df, cfg)
-    key = dd._node_key(f["content_hash"], f["codes_hash"], f["machine_hash"])
-    records = pl.DataFrame(
-        {
-            "row": np.arange(df.height, dtype=np.int64),
-            "record_id": df.get_column("record_id"),
-            "key": key,
-            "content_hash": f["content_hash"],
-            "n_parts": f["n_parts"],
-            "has_codes": f["has_codes"],
-            "cause_len": f["cause_len"],
-            "content_len": f["content_len"],
-        }
-    ).filter(pl.col("n_parts") > 0)
-    first = np.zeros(df.height, dtype=bool)
-    first[np.unique(key, return_index=True)[1]] = True
-    rep = np.flatnonzero(first & (f["n_parts"] > 0))
-    sig = np.empty((len(rep), cfg.num_perm), dtype=np.uint32)
-    dd._text_signatures(f["cps"], f["starts"][rep], f["lengths"][rep], cfg, sig)
+    starts = range(0, df.height, cfg.batch_size)
+    batches = dd._prefetched(lambda lo: dd._features(df.slice(lo, cfg.batch_size), cfg), starts)
+    seen = np.empty(0, dtype=np.uint64)  # node keys of earlier batches, ascending
+    sig = np.empty((df.height, cfg.num_perm), dtype=np.uint32)
+    records, reps, node_cols = [], [], []
+    n_rep = 0
+    for lo, f in zip(starts, batches, strict=True):
+        key = dd._node_key(f["content_hash"], f["codes_hash"], f["machine_hash"])
+        first = np.zeros(len(key), dtype=bool)
+        first[np.unique(key, return_index=True)[1]] = True
+        rep = first & (f["n_parts"] > 0) & ~dd._in_sorted(key, seen)
+        seen = np.sort(np.concatenate([seen, key[rep]]), kind="stable")
+        at = np.flatnonzero(rep)
+        dd._text_signatures(
+            f["cps"], f["starts"][at], f["lengths"][at], cfg, sig[n_rep : n_rep + len(at)]
+        )
+        n_rep += len(at)
+        reps.append(lo + at)
+        node_cols.append(
+            pl.DataFrame(
+                {
+                    "key": key[at],
+                    "content_hash": f["content_hash"][at],
+                    "machine_hash": f["machine_hash"][at],
+                    "codes": f["codes"].gather(at),
+                    "numbers": f["numbers"].gather(at),
+                }
+            )
+        )
+        records.append(
+            pl.DataFrame(
+                {
+                    "row": np.arange(lo, lo + len(key), dtype=np.int64),
+                    "key": key,
+                    "content_hash": f["content_hash"],
+                    "n_parts": f["n_parts"],
+                    "has_codes": f["has_codes"],
+                    "cause_len": f["cause_len"],
+                    "content_len": f["content_len"],
+                }
+            )
+        )
+    rep = np.concatenate([np.empty(0, np.int64), *reps])
+    recs = pl.concat(records).with_columns(df.get_column("record_id")) if records else _RECORDS
+    recs = recs.select(_RECORDS.columns).filter(pl.col("n_parts") > 0)
+    counts = recs.group_by("key").len("n_records")
     evidence = dd._evidence(df, rep, cfg)
-    counts = records.group_by("key").len("n_records")
-    nodes = _node_frame(
-        cfg,
-        key=key[rep],
-        n_records=np.zeros(len(rep), dtype=np.int64),
-        record_id=df.get_column("record_id").gather(rep),
-        sig_key=[cfg.sig_key()] * len(rep),
-        content_hash=f["content_hash"][rep],
-        machine_hash=f["machine_hash"][rep],
-        codes=f["codes"].gather(rep),
-        numbers=f["numbers"].gather(rep),
-        signature=sig,
-        **evidence,
-    )
-    nodes = nodes.drop("n_records").join(counts, on="key", how="left", maintain_order="left")
-    return {"features": _side(records, nodes=nodes.select(_node_frame(cfg).columns))}
+    nodes = _node_frame(cfg)
+    if node_cols:
+        nodes = pl.concat(node_cols).with_columns(
+            pl.Series("record_id", df.get_column("record_id").gather(rep)),
+            pl.lit(cfg.sig_key()).alias("sig_key"),
+            *evidence.values(),
+        )
+        nodes = nodes.join(counts, on="key", how="left", maintain_order="left")
+        nodes = nodes.select(_node_frame(cfg).columns).cast(_node_frame(cfg).schema)
+    return {"features": _side(recs, nodes=nodes, signatures=flat_signatures(sig[:n_rep]))}
 
 
 def index_nodes(index: pl.DataFrame, cfg: DedupConfig) -> pl.DataFrame:
@@ -88,40 +141,51 @@ def index_nodes(index: pl.DataFrame, cfg: DedupConfig) -> pl.DataFrame:
     return index.with_columns(pl.Series("key", key), pl.lit(0, pl.Int64).alias("n_records"))
 
 
-def partition_bits(n_nodes: int, shard_rows: int, cfg: DedupConfig) -> int:
-    """Partitions (2^bits) of the run's bucket entries so that one holds about as many
-    entries as a shard holds records (at most 2^MAX_PARTITION_BITS)."""
+def partition_bits(n_nodes: int, budget: int, cfg: DedupConfig) -> int:
+    """Partitions (2^bits) of the run's bucket entries so that one holds at most about
+    `budget` entries (at most 2^MAX_PARTITION_BITS partitions)."""
     entries = n_nodes * (cfg.bands + cfg.moderate_bands)
-    wanted = -(-entries // max(shard_rows, 1))
+    wanted = -(-entries // max(budget, 1))
     return min(max(wanted - 1, 0).bit_length(), MAX_PARTITION_BITS)
 
 
 def node_buckets(
-    nodes: pl.DataFrame, ids: pl.DataFrame, bits: int, parts: int, cfg: DedupConfig
+    nodes: pl.DataFrame,
+    signatures: pl.DataFrame | None,
+    ids: pl.DataFrame,
+    bits: int,
+    parts: int,
+    cfg: DedupConfig,
 ) -> dict[str, StageResult]:
     """Bucket entries (bucket << bits | node id) of the nodes at `ids` (local -> node), as
     `_candidates` packs them, one `part-<k>/buckets` per partition (by the top `parts`
     bits: every entry of a bucket lands in one partition)."""
     local = ids.get_column("local").to_numpy()
     node = ids.get_column("node").to_numpy().astype(np.uint64)
-    sig = nodes.get_column("signature").to_numpy()[local].reshape(len(local), cfg.num_perm)
-    machine = nodes.get_column("machine_hash").to_numpy()[local]
+    sig = signature_rows(signatures, cfg)
+    machine = nodes.get_column("machine_hash").to_numpy()
     salt = dd._fmix64(machine ^ dd._MIX2)
     b = np.uint64(bits)
-    named = np.flatnonzero(machine != 0)
-    text = np.empty((len(local), cfg.bands), dtype=np.uint64)
-    moderate = np.empty((len(named), cfg.moderate_bands), dtype=np.uint64)
-    dd._bucket_entries(sig, np.arange(len(local)), salt, (cfg.bands, cfg.rows, 0), b, text)
+    named = local[machine[local] != 0]
+    packed = np.empty(len(local) * cfg.bands + len(named) * cfg.moderate_bands, np.uint64)
+    text = packed[: len(local) * cfg.bands].reshape(len(local), cfg.bands)
+    moderate = packed[len(local) * cfg.bands :].reshape(len(named), cfg.moderate_bands)
+    dd._bucket_entries(sig, local, salt, (cfg.bands, cfg.rows, 0), b, text)
     bands = (cfg.moderate_bands, cfg.moderate_rows, cfg.bands)
     dd._bucket_entries(sig, named, salt, bands, b, moderate)
-    packed = np.concatenate([text.ravel(), moderate.ravel()])
-    at = (packed & ((np.uint64(1) << b) - np.uint64(1))).astype(np.int64)
-    packed = ((packed >> b) << b) | node[at]
-    part = packed >> np.uint64(64 - parts) if parts else np.zeros(len(packed), np.uint64)
-    order = np.argsort(part, kind="stable")
+    # local row -> run-wide node id in the low bits
+    to_node = np.zeros(len(sig), dtype=np.uint64)
+    to_node[local] = node
+    low = (np.uint64(1) << b) - np.uint64(1)
+    packed = (packed & ~low) | to_node[(packed & low).astype(np.int64)]
+    if not parts:
+        return {"part-00000/buckets": _side(pl.DataFrame({"packed": packed}))}
+    part = (packed >> np.uint64(64 - parts)).astype(np.uint16)
+    order = np.argsort(part, kind="stable")  # a radix sort of 16-bit keys
     cuts = np.searchsorted(part[order], np.arange((1 << parts) + 1))
+    packed = packed[order]
     return {
-        f"part-{k:05d}/buckets": _side(pl.DataFrame({"packed": packed[order[lo:hi]]}))
+        f"part-{k:05d}/buckets": _side(pl.DataFrame({"packed": packed[lo:hi]}))
         for k, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))
     }
 
@@ -214,12 +278,15 @@ def apply_decisions(
     frame: pl.DataFrame | None,
     features: pl.DataFrame,
     nodes: pl.DataFrame,
+    signatures: pl.DataFrame | None,
+    foreign: pl.DataFrame | None,
     decisions: pl.DataFrame | None,
     cfg: DedupConfig,
     counters: dict[str, int],
 ) -> dict[str, StageResult]:
     """The shard's kept rows, rejects (`decisions`: local_row, _reason, _duplicate_of) and
-    index rows of its kept records with content (`nodes`: key -> node features)."""
+    index rows of its kept records with content: from `foreign` (the run's first node of a
+    key another shard introduced) or else the shard's own `nodes` and `signatures`."""
     df = frame if frame is not None else pl.DataFrame({"record_id": []}, {"record_id": pl.String})
     decisions = (
         decisions
@@ -239,9 +306,12 @@ def apply_decisions(
     rejects = make_rejects(
         rej, dd.STAGE, reason=pl.col("_reason"), duplicate_of=pl.col("_duplicate_of")
     )
-    mine = features.filter(~pl.col("row").is_in(pl.Series(rows).implode())).sort("row")
+    mine = features.filter(~pl.Series(is_rejected).gather(features.get_column("row")))
     columns = [c for c in index_schema(cfg.num_perm) if c != "record_id"]
-    nodes = nodes.unique("key", keep="first", maintain_order=True)  # the run's first wins
+    nodes = with_signatures(nodes, signature_rows(signatures, cfg), cfg)
+    if foreign is not None:
+        nodes = pl.concat([foreign, nodes], how="diagonal_relaxed")
+        nodes = nodes.unique("key", keep="first", maintain_order=True)  # the run's first wins
     index = (
         mine.select("record_id", "key")
         .join(nodes.select("key", *columns), on="key", how="left", maintain_order="left")

@@ -21,6 +21,7 @@ from pipeline import dedup_shards as ds
 from pipeline.funnels.keys import step_key
 from pipeline.funnels.steps import Call, Runner
 from schemas.config import PipelineConfig
+from schemas.dedup import DedupConfig
 from schemas.manifest import StageOutput
 
 
@@ -28,16 +29,14 @@ from schemas.manifest import StageOutput
 class _Driver:
     runner: Runner
     folder: Path
+    run: str  # names the driver's tables: a key over everything they are computed from
     base: tuple[str, ...]
 
     def save(self, name: str, frame: pl.DataFrame) -> str:
-        """Write a driver table; its path names its content."""
+        """Write a driver table, named by the run's key and its name."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f"{name}.tmp.parquet"
-        frame.write_parquet(tmp)
-        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()[:24]
-        path = self.folder / f"{name}-{digest}.parquet"
-        tmp.replace(path)
+        path = self.folder / f"{self.run}-{name}.parquet"
+        frame.write_parquet(path)
         return str(path)
 
     def map(self, step: str, inputs: Sequence[dict[str, list[str]]], params: Sequence[dict]):
@@ -46,6 +45,35 @@ class _Driver:
             for i, p in zip(inputs, params, strict=True)
         ]
         return self.runner.map(calls)
+
+
+def _index_digest(index: pl.DataFrame | None) -> str:
+    """A fingerprint of the published index (a hash per row, then sha256 over them)."""
+    if index is None:
+        return "no index"
+    rows = index.hash_rows(seed=0).to_numpy()
+    return hashlib.sha256(rows.tobytes()).hexdigest() + str(index.schema)
+
+
+def _is_in(frame: pl.DataFrame, column: str, values: pl.Series | np.ndarray) -> pl.DataFrame:
+    """Rows of `frame` whose `column` is one of `values` (a semi join)."""
+    other = pl.DataFrame({column: values}).with_columns(pl.col(column).cast(frame.schema[column]))
+    return frame.join(other, on=column, how="semi", maintain_order="left")
+
+
+def _picked_nodes(
+    nodes: str, signatures: str, ids: pl.DataFrame, wanted: np.ndarray, cfg: DedupConfig
+) -> pl.DataFrame:
+    """The rows of a nodes table (with signature and run-wide `node` id) whose node is wanted."""
+    picked = _is_in(
+        pl.read_parquet(nodes)
+        .with_row_index("local")
+        .join(ids.with_columns(pl.col("local").cast(pl.UInt32)), on="local"),
+        "node",
+        wanted,
+    )
+    sig = ds.signature_rows(pl.read_parquet(signatures), cfg)
+    return ds.with_signatures(picked, sig[picked.get_column("local").to_numpy()], cfg).drop("local")
 
 
 def dedup_shards(
@@ -61,7 +89,8 @@ def dedup_shards(
     index rows of the shard's kept records."""
     if not shards:
         return []
-    d = _Driver(runner, work / "dedup", base)
+    run = step_key("dedup.run", *shards, _index_digest(index), *base)
+    d = _Driver(runner, work / "dedup", run[:24], base)
     dcfg = cfg.dedup
     n_shards = len(shards)
     feats = [
@@ -85,18 +114,28 @@ def dedup_shards(
     n_old = old.height if old is not None else 0
     bits = max((n_new + n_old - 1).bit_length(), 1)
 
+    by_shard = first.partition_by("shard", as_dict=True, include_key=False)
+    empty_ids = pl.DataFrame(schema={"local": pl.Int64, "node": pl.Int64})
     sources = [
-        (f.state["nodes"], first.filter(pl.col("shard") == i).select("local", "node"))
+        (f.state["nodes"], f.state["signatures"], by_shard.get((i,), empty_ids))
         for i, f in enumerate(feats)
     ]
     if old is not None:
         old_ids = pl.DataFrame({"local": np.arange(n_old), "node": n_new + np.arange(n_old)})
-        sources.append((d.save("old-nodes", old.drop("record_id")), old_ids))
+        old_sig = ds.flat_signatures(old.get_column("signature").to_numpy())
+        sources.append(
+            (
+                d.save("old-nodes", old.drop("record_id", "signature")),
+                d.save("old-signatures", old_sig),
+                old_ids,
+            )
+        )
     src_inputs = [
-        {"nodes": [n], "ids": [d.save(f"ids-{i}", ids)]} for i, (n, ids) in enumerate(sources)
+        {"nodes": [n], "signatures": [sg], "ids": [d.save(f"ids-{i}", ids)]}
+        for i, (n, sg, ids) in enumerate(sources)
     ]
     rows = [pl.scan_parquet(p).select(pl.len()).collect().item() for p in shards]
-    parts = ds.partition_bits(n_new + n_old, max(rows, default=1), dcfg)
+    parts = ds.partition_bits(n_new + n_old, cfg.execution.dedup_partition_entries, dcfg)
     params = {"bits": bits, "parts": parts}
     buckets = d.map("dedup.buckets", src_inputs, [params] * len(sources))
     labels = [f"part-{k:05d}/buckets" for k in range(1 << parts)]
@@ -107,20 +146,17 @@ def dedup_shards(
     )
     u, v = ds.candidate_pairs([pl.read_parquet(p["pairs"].kept) for p in pairs])
 
-    # the candidate pairs' nodes, decided; exact edges to the old index
-    needed = pl.Series(np.unique(np.concatenate([u, v]))).implode()
-    pair_nodes = pl.concat(
-        [
-            pl.read_parquet(n)
-            .with_row_index("local")
-            .join(ids.with_columns(pl.col("local").cast(pl.UInt32)), on="local")
-            .filter(pl.col("node").is_in(needed))
-            .drop("local", "record_id", strict=False)
-            for n, ids in sources
-        ],
+    # one read of each source's nodes: the candidate pairs' nodes, and the nodes of keys
+    # that more than one shard holds (a later shard's kept record takes the first's row)
+    repeated = keys.group_by("key").len().filter(pl.col("len") > 1).select("key")
+    borrowed = first.join(repeated, on="key", how="semi").get_column("node")
+    wanted = np.unique(np.concatenate([u, v, borrowed.to_numpy()]))
+    picked = pl.concat(
+        [_picked_nodes(n, sg, ids, wanted, dcfg) for n, sg, ids in sources],
         how="diagonal_relaxed",
     ).sort("node")
-    decided = ds.decide_pairs(pair_nodes, u, v, dcfg)
+    pair_nodes = _is_in(picked, "node", np.unique(np.concatenate([u, v])))
+    decided = ds.decide_pairs(pair_nodes.drop("record_id"), u, v, dcfg)
     eu, ev = decided.pop("u"), decided.pop("v")
     old_keys = pl.DataFrame()
     if old is not None:
@@ -146,17 +182,18 @@ def dedup_shards(
         )
     )
     sizes = nodes.group_by("cluster").agg(pl.col("n_records").sum().alias("size"))
-    shared_clusters = sizes.filter(
-        (pl.col("size") > 1) | pl.col("cluster").is_in(old_clusters.get_column("cluster").implode())
-    ).get_column("cluster")
-    shared = nodes.filter(pl.col("cluster").is_in(shared_clusters.implode())).select(
-        "key", "node", "cluster"
-    )
+    shared_clusters = pl.concat(
+        [
+            sizes.filter(pl.col("size") > 1).get_column("cluster"),
+            old_clusters.get_column("cluster"),
+        ]
+    ).unique()
+    shared = _is_in(nodes, "cluster", shared_clusters).select("key", "node", "cluster")
     offsets = np.cumsum([0, *rows]).tolist()
     records = pl.concat(
         [
-            pl.read_parquet(f.kept)
-            .join(shared, on="key")
+            pl.scan_parquet(f.kept)
+            .join(shared.lazy(), on="key")
             .with_columns(
                 pl.lit(i, pl.Int64).alias("shard"),
                 pl.col("row").alias("local_row"),
@@ -164,7 +201,7 @@ def dedup_shards(
             )
             for i, f in enumerate(feats)
         ]
-    )
+    ).collect()
     verdicts = ds.decide_clusters(records, old_clusters)
 
     # per shard: its rejects, and the run's first node rows of the keys it did not introduce
@@ -172,28 +209,27 @@ def dedup_shards(
         pl.scan_parquet(f.kept).select(pl.len()).collect().item() for f in feats
     )
     counters = {"empty_content": empty_content, "candidate_pairs": len(u), **decided}
+    mine_by_shard = verdicts.partition_by("shard", as_dict=True, include_key=False)
+    foreign_nodes = _is_in(picked, "node", borrowed).drop("node")
+    keys_by_shard = keys.partition_by("shard", as_dict=True, include_key=False)
     apply_inputs, apply_params = [], []
     for i, (path, f) in enumerate(zip(shards, feats, strict=True)):
-        mine = verdicts.filter(pl.col("shard") == i).select("local_row", "_reason", "_duplicate_of")
-        borrowed = (
-            keys.filter(pl.col("shard") == i)
-            .join(first, on="key")
-            .filter(pl.col("shard_right") != i)
-        )
-        foreign = [
-            pl.read_parquet(feats[s].state["nodes"])
-            .with_row_index("local")
-            .filter(pl.col("local").is_in(part.get_column("local_right").cast(pl.UInt32).implode()))
-            .drop("local")
-            for (s,), part in borrowed.group_by("shard_right", maintain_order=True)
-        ]
+        mine = mine_by_shard.get((i,))
+        own = by_shard.get((i,), empty_ids)
+        theirs = _is_in(keys_by_shard.get((i,), keys.clear()), "key", foreign_nodes["key"])
+        foreign = _is_in(foreign_nodes, "key", theirs.join(own, on="local", how="anti")["key"])
         apply_inputs.append(
             {
                 "records": [path],
                 "features": [f.kept],
-                "nodes": ([d.save(f"foreign-{i}", pl.concat(foreign))] if foreign else [])
-                + [f.state["nodes"]],
-                "decisions": [d.save(f"decisions-{i}", mine)] if mine.height else [],
+                "nodes": [f.state["nodes"]],
+                "signatures": [f.state["signatures"]],
+                "foreign": [d.save(f"foreign-{i}", foreign)] if foreign.height else [],
+                "decisions": [
+                    d.save(f"decisions-{i}", mine.select("local_row", "_reason", "_duplicate_of"))
+                ]
+                if mine is not None
+                else [],
             }
         )
         apply_params.append({"counters": counters if i == 0 else {}})

@@ -43,13 +43,20 @@ STEPS: dict[str, Step] = {
     "workorders.samples": lambda cfg, f, p: workorders.samples(f["kept"], cfg),
     "dedup.nodes": lambda cfg, f, p: dedup_shards.shard_nodes(f["records"], cfg.dedup),
     "dedup.buckets": lambda cfg, f, p: dedup_shards.node_buckets(
-        f["nodes"], f["ids"], p["bits"], p["parts"], cfg.dedup
+        f["nodes"], f["signatures"], f["ids"], p["bits"], p["parts"], cfg.dedup
     ),
     "dedup.pairs": lambda cfg, f, p: dedup_shards.partition_pairs(
         f["buckets"], p["bits"], p["n_new"], cfg.dedup
     ),
     "dedup.apply": lambda cfg, f, p: dedup_shards.apply_decisions(
-        f["records"], f["features"], f["nodes"], f["decisions"], cfg.dedup, p["counters"]
+        f["records"],
+        f["features"],
+        f["nodes"],
+        f["signatures"],
+        f["foreign"],
+        f["decisions"],
+        cfg.dedup,
+        p["counters"],
     ),
     "manuals.parse": lambda cfg, f, p: manuals.parse(
         Path(p["path"]), ManualSource.model_validate(p["source"]), Path(p["root"])

@@ -58,9 +58,18 @@ def maintie(external: Path, repo: Path) -> tuple[pl.DataFrame, PipelineConfig]:
     return _cleaned(discover_files(root, cfg.ingest), root, cfg), cfg
 
 
-@pytest.mark.parametrize("size", [37, 200, 100_000])
-def test_sharded_dedup_equals_single_frame_on_real_work_orders(maintie, size, tmp_path) -> None:
+def _budget(cfg: PipelineConfig, entries: int) -> PipelineConfig:
+    """`cfg` with at most about `entries` bucket entries per candidate-pair partition."""
+    execution = cfg.execution.model_copy(update={"dedup_partition_entries": entries})
+    return cfg.model_copy(update={"execution": execution})
+
+
+@pytest.mark.parametrize(("size", "entries"), [(37, 1024), (200, 1 << 25), (100_000, 4096)])
+def test_sharded_dedup_equals_single_frame_on_real_work_orders(
+    maintie, size, entries, tmp_path
+) -> None:
     frame, cfg = maintie
+    cfg = _budget(cfg, entries)
     single = _single(frame, None, cfg)
     assert single[1].height > 10  # the corpus really has duplicates
     assert set(single[1]["reason"]) == {"exact_dup", "near_dup"}
@@ -96,16 +105,18 @@ def test_sharded_dedup_equals_single_frame_on_sample_exports(repo: Path, tmp_pat
 
 
 def test_no_dedup_step_holds_every_record(repo: Path, tmp_path) -> None:
-    """Issue 14's bound: no dedup step reads the records of every shard at once."""
-    cfg = PipelineConfig()
+    """Issue 14's bound: no dedup step reads the records of every shard at once, and the
+    bucket entries of a run over the partition budget are split among candidate steps."""
+    cfg = PipelineConfig(execution={"dedup_partition_entries": 1024})
     root = repo / "sample_data" / "workorders"
     frame = _cleaned(discover_files(root, cfg.ingest), root, cfg)
-    seen: list[int] = []
+    seen: list[tuple[str, dict[str, int]]] = []
 
     class Recording(InProcess):
         def __call__(self, step, key, inputs, params):  # type: ignore[override]
-            seen.append(sum(pl.scan_parquet(p).select(pl.len()).collect().item()
-                            for paths in inputs.values() for p in paths))  # fmt: skip
+            rows = {name: sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in paths)
+                    for name, paths in inputs.items()}  # fmt: skip
+            seen.append((step, rows))
             return super().__call__(step, key, inputs, params)
 
     paths = []
@@ -114,4 +125,10 @@ def test_no_dedup_step_holds_every_record(repo: Path, tmp_path) -> None:
         frame.slice(lo, 8).write_parquet(paths[-1])
     work = tmp_path / "work"
     dedup_shards(Recording(work, cfg), work, paths, None, cfg, ("test",))
-    assert len(paths) > 2 and max(seen) < frame.height
+    apart = {"buckets", "signatures"}  # bucket entries; signature values, num_perm a node
+    records = [n for _, rows in seen for name, n in rows.items() if name not in apart]
+    assert len(paths) > 2 and max(records) < frame.height
+    signatures = [rows["signatures"] for _, rows in seen if "signatures" in rows]
+    assert max(signatures) <= 8 * cfg.dedup.num_perm  # one shard's nodes
+    entries = [rows["buckets"] for step, rows in seen if step == "dedup.pairs"]
+    assert len(entries) > 2 and max(entries) < sum(entries) / 2
