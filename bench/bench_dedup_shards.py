@@ -64,12 +64,15 @@ def worker_sharded(folder: Path, shard_rows: int) -> dict:
     shutil.rmtree(work, ignore_errors=True)
     cfg = PipelineConfig()
     steps: dict[str, float] = defaultdict(float)
+    rss: dict[str, float] = {"start": peak_rss_gib()}
 
     class Timed(InProcess):
         def __call__(self, step, key, inputs, params):  # type: ignore[override]
+            rss.setdefault(f"before {step}", peak_rss_gib())
             t = time.perf_counter()
             out = super().__call__(step, key, inputs, params)
             steps[step] += time.perf_counter() - t
+            rss[step] = max(rss.get(step, 0.0), peak_rss_gib())  # the peak so far
             return out
 
     t = time.perf_counter()
@@ -79,6 +82,7 @@ def worker_sharded(folder: Path, shard_rows: int) -> dict:
     shutil.rmtree(work, ignore_errors=True)
     steps["driver"] = wall - sum(steps.values())
     return {
+        "peak_rss_after_gib": {k: round(v, 2) for k, v in rss.items()},
         "wall_s": wall,
         "rejected": rejected,
         "steps": {k: round(v, 2) for k, v in steps.items()},

@@ -76,6 +76,25 @@ def _picked_nodes(
     return ds.with_signatures(picked, sig[picked.get_column("local").to_numpy()], cfg).drop("local")
 
 
+def _decide(
+    sources: list[tuple[str, str, pl.DataFrame]],
+    u: np.ndarray,
+    v: np.ndarray,
+    wanted: np.ndarray,
+    borrowed: pl.Series,
+    cfg: DedupConfig,
+) -> tuple[dict, pl.DataFrame]:
+    """`decide_pairs` over the candidate pairs, reading the `wanted` nodes of each source
+    once; and the rows of the `borrowed` nodes (without `node`)."""
+    picked = pl.concat(
+        [_picked_nodes(n, sg, ids, wanted, cfg) for n, sg, ids in sources],
+        how="diagonal_relaxed",
+    ).sort("node")
+    pair_nodes = _is_in(picked, "node", np.unique(np.concatenate([u, v])))
+    decided = ds.decide_pairs(pair_nodes.drop("record_id"), u, v, cfg)
+    return decided, _is_in(picked, "node", borrowed).drop("node")
+
+
 def dedup_shards(
     runner: Runner,
     work: Path,
@@ -151,12 +170,7 @@ def dedup_shards(
     repeated = keys.group_by("key").len().filter(pl.col("len") > 1).select("key")
     borrowed = first.join(repeated, on="key", how="semi").get_column("node")
     wanted = np.unique(np.concatenate([u, v, borrowed.to_numpy()]))
-    picked = pl.concat(
-        [_picked_nodes(n, sg, ids, wanted, dcfg) for n, sg, ids in sources],
-        how="diagonal_relaxed",
-    ).sort("node")
-    pair_nodes = _is_in(picked, "node", np.unique(np.concatenate([u, v])))
-    decided = ds.decide_pairs(pair_nodes.drop("record_id"), u, v, dcfg)
+    decided, foreign_nodes = _decide(sources, u, v, wanted, borrowed, dcfg)
     eu, ev = decided.pop("u"), decided.pop("v")
     old_keys = pl.DataFrame()
     if old is not None:
@@ -210,7 +224,6 @@ def dedup_shards(
     )
     counters = {"empty_content": empty_content, "candidate_pairs": len(u), **decided}
     mine_by_shard = verdicts.partition_by("shard", as_dict=True, include_key=False)
-    foreign_nodes = _is_in(picked, "node", borrowed).drop("node")
     keys_by_shard = keys.partition_by("shard", as_dict=True, include_key=False)
     apply_inputs, apply_params = [], []
     for i, (path, f) in enumerate(zip(shards, feats, strict=True)):
