@@ -116,7 +116,7 @@ def shard_nodes(frame: pl.DataFrame | None, cfg: DedupConfig) -> dict[str, Stage
         )
     rep = np.concatenate([np.empty(0, np.int64), *reps])
     recs = pl.concat(records).with_columns(df.get_column("record_id")) if records else _RECORDS
-    recs = recs.select(_RECORDS.columns).filter(pl.col("n_parts") > 0)
+    recs = recs.select(_RECORDS.columns).cast(_RECORDS.schema).filter(pl.col("n_parts") > 0)
     counts = recs.group_by("key").len("n_records")
     evidence = dd._evidence(df, rep, cfg)
     nodes = _node_frame(cfg)

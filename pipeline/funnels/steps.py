@@ -65,6 +65,7 @@ STEPS: dict[str, Step] = {
     "alarm_logs.parse": lambda cfg, f, p: alarm_logs.parse(
         Path(p["path"]), AlarmLogSource.model_validate(p["source"]), Path(p["root"])
     ),
+    "alarm_logs.split": lambda cfg, f, p: alarm_logs.split(f["frame"], p["column"], p["parts"]),
     "alarm_logs.funnel": lambda cfg, f, p: alarm_logs.funnel(
         f["events"], f["ingest_rejects"], f["fault_codes"], f["workorders"], cfg
     ),
