@@ -224,13 +224,19 @@ def dedup_shards(
     )
     counters = {"empty_content": empty_content, "candidate_pairs": len(u), **decided}
     mine_by_shard = verdicts.partition_by("shard", as_dict=True, include_key=False)
-    keys_by_shard = keys.partition_by("shard", as_dict=True, include_key=False)
+    # a kept record whose key another shard introduced takes that first node's index row;
+    # such a key has two records at least, so the record was decided above
+    kept = records.select("row", "shard", "key").join(
+        verdicts.filter(pl.col("_reason").is_null()).select("row"), on="row"
+    )
+    kept_by_shard = kept.partition_by("shard", as_dict=True, include_key=False)
+    no_keys = pl.DataFrame(schema={"key": pl.UInt64})
     apply_inputs, apply_params = [], []
     for i, (path, f) in enumerate(zip(shards, feats, strict=True)):
         mine = mine_by_shard.get((i,))
         own = by_shard.get((i,), empty_ids)
-        theirs = _is_in(keys_by_shard.get((i,), keys.clear()), "key", foreign_nodes["key"])
-        foreign = _is_in(foreign_nodes, "key", theirs.join(own, on="local", how="anti")["key"])
+        theirs = kept_by_shard.get((i,), no_keys).join(own, on="key", how="anti")
+        foreign = _is_in(foreign_nodes, "key", theirs["key"])
         apply_inputs.append(
             {
                 "records": [path],
