@@ -134,9 +134,9 @@ def dedup_shards(
     bits = max((n_new + n_old - 1).bit_length(), 1)
 
     by_shard = first.partition_by("shard", as_dict=True, include_key=False)
-    empty_ids = pl.DataFrame(schema={"local": pl.Int64, "node": pl.Int64})
+    empty_ids = pl.DataFrame(schema={"key": pl.UInt64, "local": pl.Int64, "node": pl.Int64})
     sources = [
-        (f.state["nodes"], f.state["signatures"], by_shard.get((i,), empty_ids))
+        (f.state["nodes"], f.state["signatures"], by_shard.get((i,), empty_ids).drop("key"))
         for i, f in enumerate(feats)
     ]
     if old is not None:

@@ -132,3 +132,16 @@ def test_no_dedup_step_holds_every_record(repo: Path, tmp_path) -> None:
     assert max(signatures) <= 8 * cfg.dedup.num_perm  # one shard's nodes
     entries = [rows["buckets"] for step, rows in seen if step == "dedup.pairs"]
     assert len(entries) > 2 and max(entries) < sum(entries) / 2
+
+
+def test_a_shard_without_records_changes_nothing(maintie, tmp_path) -> None:
+    """A header-only export gives an empty shard between others."""
+    frame, cfg = maintie
+    paths = []
+    for i, part in enumerate([frame.head(300), frame.clear(), frame.slice(300)]):
+        paths.append(str(tmp_path / f"shard-{i}.parquet"))
+        part.write_parquet(paths[-1])
+    work = tmp_path / "work"
+    outputs = dedup_shards(in_process(work, cfg), work, paths, None, cfg, ("test",))
+    sharded = load_kept(outputs), load_rejects(outputs), load_state(outputs, "index")
+    _assert_same(_single(frame, None, cfg), sharded)
