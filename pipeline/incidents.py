@@ -215,6 +215,18 @@ def _machine_key(col: str) -> pl.Expr:
     return pl.col(col).cast(pl.String).str.to_uppercase().str.replace_all(r"[\s_\-]", "")
 
 
+def machine_partition(frame: pl.DataFrame, column: str, parts: int) -> pl.Series:
+    """Partition (0 .. parts-1) of each row by its machine in `column`, compared as work
+    orders are linked (`_machine_key`): rows of one machine, however typed, share a partition.
+    A stable hash (xxh3) of each distinct machine; no machine: partition 0."""
+    keys = frame.select(_machine_key(column).alias("_m")).to_series()
+    distinct = keys.drop_nulls().unique().sort()
+    part = [xxhash.xxh3_64_intdigest(m.encode()) % parts for m in distinct.to_list()]
+    lookup = pl.DataFrame({"_m": distinct, "_part": pl.Series(part, dtype=pl.UInt32)})
+    found = keys.to_frame().join(lookup, on="_m", how="left", maintain_order="left")
+    return found.get_column("_part").fill_null(0)
+
+
 def incident_table(
     incidents: pl.DataFrame,
     events: pl.DataFrame,

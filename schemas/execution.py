@@ -21,6 +21,13 @@ class ExecutionConfig(BaseModel):
         description="records per shard: a larger input file is read and processed in row "
         "ranges of this many records; peak memory of a step grows with it",
     )
+    dedup_partition_entries: int = Field(
+        1 << 25,
+        ge=1024,
+        description="LSH bucket entries (8 bytes each) per partition of the dedup's candidate "
+        "pair step; a run whose distinct records give more is split into 2, 4, ... partitions "
+        "(at most 256); peak memory of that step grows with it",
+    )
     workers: int = Field(
         0,
         ge=0,

@@ -1,7 +1,8 @@
 """The alarm-log funnel.
 
 Per file:        ingest (events; malformed lines and bad timestamps rejected)
-Over the run:    incidents (bursts merged; clears and repeats folded into their incident)
+Per partition of the machines (one, or more for a run of many events; `split` per file):
+                 incidents (bursts merged; clears and repeats folded into their incident)
                  -> cross_source (an incident a work order describes is that work order's)
                  -> samples (joined with the fault-code table) -> tiers -> render
 Beside it:       the incidents table (every incident, with its raises, clear time, fault-code
@@ -19,7 +20,12 @@ import polars as pl
 
 from pipeline.funnels.workorders import RENDER
 from pipeline.incident_samples import incident_samples
-from pipeline.incidents import drop_described_incidents, incident_funnel, incident_table
+from pipeline.incidents import (
+    drop_described_incidents,
+    incident_funnel,
+    incident_table,
+    machine_partition,
+)
 from pipeline.ingest.alarm_logs import read_alarm_log_file
 from pipeline.ingest.files import relative_path, sha256_bytes
 from pipeline.ledger import ledger_row
@@ -98,6 +104,20 @@ def parse(path: Path, source: AlarmLogSource, root: Path) -> dict[str, StageResu
     )
     return {
         "ingest": StageResult(result.kept, result.rejected, result.counters, {"ledger": ledger})
+    }
+
+
+def split(frame: pl.DataFrame | None, column: str, parts: int) -> dict[str, StageResult]:
+    """The rows of one file by machine (`column`) into `part-<k>/split`, k < `parts`, in order;
+    every row of one machine lands in one partition (`machine_partition`)."""
+    frame = frame if frame is not None else pl.DataFrame()
+    if column not in frame.columns:  # nothing to link on: every row in partition 0
+        part = pl.Series([0] * frame.height, dtype=pl.UInt32)
+    else:
+        part = machine_partition(frame, column, parts)
+    return {
+        f"part-{k:05d}/split": StageResult(frame.filter(part == k), empty_rejects(), {})
+        for k in range(parts)
     }
 
 

@@ -420,30 +420,40 @@ def _alarm_logs(
         *inputs["workorders"][1:],
         *run.base,
     )
-    result = run.runner("alarm_logs.funnel", key, inputs, {})
-    table = result.pop("incident_table")
-    source.outputs = list(result.values())
-    source.sft = [result["render"].kept]
-    source.tables = {"incidents": table.kept, "incident_stage": result["incidents"].kept}
+    results = run.runner.map(_alarm_partitions(run, key, inputs))
+    tables = [r.pop("incident_table") for r in results]
+    source.outputs = [o for r in results for o in r.values()]
+    source.sft = [r["render"].kept for r in results]
+    source.tables = {
+        "incidents": _sorted_union(
+            run, "alarm_incidents", [t.kept for t in tables], ["machine", "start", "incident_id"]
+        ),
+        "incident_stage": _sorted_union(
+            run,
+            "alarm_incident_stage",
+            [r["incidents"].kept for r in results],
+            ["machine", "first_at", "record_id"],
+        ),
+    }
     source.unit_stage = alarm_logs.UNIT_STAGE
-    all_events = pl.read_parquet(result["ingest"].kept)
     source.state = {
-        "alarm_events": all_events,
-        "alarm_ingest_rejects": pl.read_parquet(result["ingest"].rejected),
+        "alarm_events": _read_all(events),
+        "alarm_ingest_rejects": _read_all(ingest_rejects),
     }
     ledger = pl.concat(source.ledger)
-    figures = table.counters
+    figures = {k: sum(t.counters[k] for t in tables) for k in tables[0].counters}
+    folded = sum(r["incidents"].counters["rejected"] for r in results)
     source.sources = {
         "alarm_log": {
             "files": ledger.height,
             "lines": int(ledger["lines"].sum()),
             "skipped_non_alarm_lines": int(ledger["skipped_lines"].sum()),
-            "rejected_lines": result["ingest"].counters["rejected"],
+            "rejected_lines": sum(r["ingest"].counters["rejected"] for r in results),
             "events": figures["events"],
             "raises": figures["events_raised"],
             "clears": figures["events_cleared"],
             "acknowledgements": figures["events_acknowledged"],
-            "folded_events": result["incidents"].counters["rejected"],
+            "folded_events": folded,
             "incidents": figures["incidents"],
             "incidents_cleared": figures["incidents_cleared"],
             "incidents_with_fault_code_entry": figures["incidents_with_fault_code_entry"],
@@ -451,3 +461,49 @@ def _alarm_logs(
         }
     }
     return source
+
+
+def _read_all(paths: list[str]) -> pl.DataFrame:
+    return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
+
+
+def _sorted_union(run: _Run, name: str, paths: list[str], by: list[str]) -> str:
+    """One partition's table as it is; several partitions' tables as one, sorted as each is."""
+    if len(paths) == 1:
+        return paths[0]
+    return run.save(name, _read_all(paths).sort(by))
+
+
+def _alarm_partitions(run: _Run, key: str, inputs: dict[str, list[str]]) -> list[Call]:
+    """The alarm funnel over the run's events (`inputs`): one step, or for more events than
+    `execution.shard_rows` one step per partition of the machines, reading that partition of
+    every events and work-order file (`alarm_logs.split`); the ingest rejects go with the
+    first partition. Incidents, their clears and the work orders they link to never span
+    two machines, so the partitions' results together equal the one step's."""
+    events = sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in inputs["events"])
+    parts = min(-(-events // run.cfg.execution.shard_rows), 256)
+    if parts <= 1:
+        return [Call("alarm_logs.funnel", key, inputs, {})]
+    columns = {"events": "machine", "workorders": "asset"}
+    split: dict[str, list[dict[str, StageOutput]]] = {
+        name: run.runner.map(
+            [
+                Call(
+                    "alarm_logs.split",
+                    step_key("alarm_logs.split", key, name, str(i), str(parts)),
+                    {"frame": [path]},
+                    {"column": column, "parts": parts},
+                )
+                for i, path in enumerate(inputs[name])
+            ]
+        )
+        for name, column in columns.items()
+    }
+    no_rejects = run.save("alarm_no_ingest_rejects", empty_rejects())
+    calls = []
+    for k in range(parts):
+        label = f"part-{k:05d}/split"
+        part = {name: [o[label].kept for o in split[name]] for name in columns}
+        part["ingest_rejects"] = inputs["ingest_rejects"] if k == 0 else [no_rejects]
+        calls.append(Call("alarm_logs.funnel", step_key(key, label), {**inputs, **part}, {}))
+    return calls

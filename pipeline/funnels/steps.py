@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from pipeline import dedup_shards
 from pipeline.errors import InputFileError
 from pipeline.funnels import alarm_logs, manuals, workorders
 from pipeline.funnels.quarantine import quarantine_rows
@@ -40,8 +41,22 @@ STEPS: dict[str, Step] = {
     ),
     "workorders.clean": lambda cfg, f, p: workorders.clean(f["ingested"], cfg, p["names"]),
     "workorders.samples": lambda cfg, f, p: workorders.samples(f["kept"], cfg),
-    "workorders.dedup": lambda cfg, f, p: workorders.dedup_parts(
-        f["filtered"], f["index"], p["sizes"], cfg
+    "dedup.nodes": lambda cfg, f, p: dedup_shards.shard_nodes(f["records"], cfg.dedup),
+    "dedup.buckets": lambda cfg, f, p: dedup_shards.node_buckets(
+        f["nodes"], f["signatures"], f["ids"], p["bits"], p["parts"], cfg.dedup
+    ),
+    "dedup.pairs": lambda cfg, f, p: dedup_shards.partition_pairs(
+        f["buckets"], p["bits"], p["n_new"], cfg.dedup
+    ),
+    "dedup.apply": lambda cfg, f, p: dedup_shards.apply_decisions(
+        f["records"],
+        f["features"],
+        f["nodes"],
+        f["signatures"],
+        f["foreign"],
+        f["decisions"],
+        cfg.dedup,
+        p["counters"],
     ),
     "manuals.parse": lambda cfg, f, p: manuals.parse(
         Path(p["path"]), ManualSource.model_validate(p["source"]), Path(p["root"])
@@ -50,6 +65,7 @@ STEPS: dict[str, Step] = {
     "alarm_logs.parse": lambda cfg, f, p: alarm_logs.parse(
         Path(p["path"]), AlarmLogSource.model_validate(p["source"]), Path(p["root"])
     ),
+    "alarm_logs.split": lambda cfg, f, p: alarm_logs.split(f["frame"], p["column"], p["parts"]),
     "alarm_logs.funnel": lambda cfg, f, p: alarm_logs.funnel(
         f["events"], f["ingest_rejects"], f["fault_codes"], f["workorders"], cfg
     ),

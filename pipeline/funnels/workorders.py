@@ -1,7 +1,8 @@
 """The work-order funnel.
 
 Per shard (a file, or a row range of a large one):   ingest -> normalize -> filter
-Over the run (pipeline/funnels/sharded_dedup.py):   dedup (against the published index)
+Over the run (pipeline/funnels/sharded_dedup.py):   dedup (against the published index),
+                                                     in per-shard and per-partition steps
 Per shard:                                           structure -> tiers -> render
 """
 
@@ -14,7 +15,6 @@ from typing import TypeVar
 
 import polars as pl
 
-from pipeline.dedup import dedup
 from pipeline.filters import apply_filters
 from pipeline.ingest.files import relative_path
 from pipeline.ingest.workorders import read_workorder_parts, source_for
@@ -129,43 +129,6 @@ def clean(frame: pl.DataFrame, cfg: PipelineConfig, names: Sequence[str]) -> dic
 def samples(frame: pl.DataFrame, cfg: PipelineConfig) -> dict[str, StageResult]:
     """The per-shard stages after dedup."""
     return run_stages([STRUCTURE, TIERS, RENDER], frame, cfg)
-
-
-def dedup_parts(
-    frame: pl.DataFrame | None,
-    index: pl.DataFrame | None,
-    sizes: list[int],
-    cfg: PipelineConfig,
-) -> Iterator[tuple[str, StageResult]]:
-    """`pipeline.dedup.dedup` over `frame` (the shards' records, `sizes` rows each, in
-    order), given back as `part-<n>/dedup` per shard; the run's pair counters go with the
-    first part."""
-    frame = frame if frame is not None else pl.DataFrame()
-    result, new_index = dedup(frame, cfg.dedup, index)
-    files = result.kept.select("record_id", "source_file")
-    new_index = new_index.join(files, on="record_id")
-    extra = {
-        k: v
-        for k, v in result.counters.items()
-        if k not in {"read", "kept", "rejected"} and not k.startswith("rejected_")
-    }
-    start = 0
-    for n, size in enumerate(sizes):
-        ids = (
-            frame.get_column("record_id").slice(start, size)
-            if size
-            else pl.Series([], dtype=pl.String)
-        )
-        start += size
-        mine = pl.col("record_id").is_in(ids.implode())
-        part = stage_result(
-            result.kept.filter(mine),
-            result.rejected.filter(mine),
-            read=size,
-            **(extra if n == 0 else {}),
-        )
-        state = {"index": new_index.filter(mine)}
-        yield f"part-{n:05d}/dedup", StageResult(part.kept, part.rejected, part.counters, state)
 
 
 def technicians(ingested: pl.DataFrame) -> list[str]:

@@ -1,10 +1,5 @@
-"""Dedup over shards gives exactly what the single-frame stage gives on the same records.
-
-Note (merge of issue 14 onto issue 13's dedup): the shards' records are still deduplicated
-in one step over all of them, then split back per shard; the partitioned version issue 14
-built on the earlier dedup is not yet ported onto issue 13's candidates and decisions.
-`test_no_dedup_step_holds_every_record` says so, and fails loudly once it is.
-"""
+"""Dedup over shards gives exactly what the single-frame stage gives on the same records,
+in steps none of which reads the records of every shard."""
 
 from __future__ import annotations
 
@@ -63,9 +58,18 @@ def maintie(external: Path, repo: Path) -> tuple[pl.DataFrame, PipelineConfig]:
     return _cleaned(discover_files(root, cfg.ingest), root, cfg), cfg
 
 
-@pytest.mark.parametrize("size", [37, 200, 100_000])
-def test_sharded_dedup_equals_single_frame_on_real_work_orders(maintie, size, tmp_path) -> None:
+def _budget(cfg: PipelineConfig, entries: int) -> PipelineConfig:
+    """`cfg` with at most about `entries` bucket entries per candidate-pair partition."""
+    execution = cfg.execution.model_copy(update={"dedup_partition_entries": entries})
+    return cfg.model_copy(update={"execution": execution})
+
+
+@pytest.mark.parametrize(("size", "entries"), [(37, 1024), (200, 1 << 25), (100_000, 4096)])
+def test_sharded_dedup_equals_single_frame_on_real_work_orders(
+    maintie, size, entries, tmp_path
+) -> None:
     frame, cfg = maintie
+    cfg = _budget(cfg, entries)
     single = _single(frame, None, cfg)
     assert single[1].height > 10  # the corpus really has duplicates
     assert set(single[1]["reason"]) == {"exact_dup", "near_dup"}
@@ -100,22 +104,19 @@ def test_sharded_dedup_equals_single_frame_on_sample_exports(repo: Path, tmp_pat
         _assert_same(single, _sharded(both, size, None, cfg, tmp_path / str(size)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not yet ported: sharded dedup runs issue 13's single-frame dedup in one step "
-    "over every shard's records (pipeline/funnels/sharded_dedup.py)",
-)
 def test_no_dedup_step_holds_every_record(repo: Path, tmp_path) -> None:
-    """Issue 14's bound: no dedup step reads the records of every shard at once."""
-    cfg = PipelineConfig()
+    """Issue 14's bound: no dedup step reads the records of every shard at once, and the
+    bucket entries of a run over the partition budget are split among candidate steps."""
+    cfg = PipelineConfig(execution={"dedup_partition_entries": 1024})
     root = repo / "sample_data" / "workorders"
     frame = _cleaned(discover_files(root, cfg.ingest), root, cfg)
-    seen: list[int] = []
+    seen: list[tuple[str, dict[str, int]]] = []
 
     class Recording(InProcess):
         def __call__(self, step, key, inputs, params):  # type: ignore[override]
-            seen.append(sum(pl.scan_parquet(p).select(pl.len()).collect().item()
-                            for paths in inputs.values() for p in paths))  # fmt: skip
+            rows = {name: sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in paths)
+                    for name, paths in inputs.items()}  # fmt: skip
+            seen.append((step, rows))
             return super().__call__(step, key, inputs, params)
 
     paths = []
@@ -124,4 +125,23 @@ def test_no_dedup_step_holds_every_record(repo: Path, tmp_path) -> None:
         frame.slice(lo, 8).write_parquet(paths[-1])
     work = tmp_path / "work"
     dedup_shards(Recording(work, cfg), work, paths, None, cfg, ("test",))
-    assert len(paths) > 2 and max(seen) < frame.height
+    apart = {"buckets", "signatures"}  # bucket entries; signature values, num_perm a node
+    records = [n for _, rows in seen for name, n in rows.items() if name not in apart]
+    assert len(paths) > 2 and max(records) < frame.height
+    signatures = [rows["signatures"] for _, rows in seen if "signatures" in rows]
+    assert max(signatures) <= 8 * cfg.dedup.num_perm  # one shard's nodes
+    entries = [rows["buckets"] for step, rows in seen if step == "dedup.pairs"]
+    assert len(entries) > 2 and max(entries) < sum(entries) / 2
+
+
+def test_a_shard_without_records_changes_nothing(maintie, tmp_path) -> None:
+    """A header-only export gives an empty shard between others."""
+    frame, cfg = maintie
+    paths = []
+    for i, part in enumerate([frame.head(300), frame.clear(), frame.slice(300)]):
+        paths.append(str(tmp_path / f"shard-{i}.parquet"))
+        part.write_parquet(paths[-1])
+    work = tmp_path / "work"
+    outputs = dedup_shards(in_process(work, cfg), work, paths, None, cfg, ("test",))
+    sharded = load_kept(outputs), load_rejects(outputs), load_state(outputs, "index")
+    _assert_same(_single(frame, None, cfg), sharded)

@@ -1,0 +1,322 @@
+"""The dedup stage (pipeline.dedup) in steps over shards, none holding every record.
+
+1. `shard_nodes` (per shard): each record's completeness features and node key, and the
+   shard's distinct nodes (first record of each key) with signature, guard sets and evidence.
+2. `node_buckets` (per shard, and the published index): LSH bucket entries of the nodes the
+   shard introduces, as `pipeline.dedup._candidates` packs them with run-wide node ids,
+   split by their top bits into partitions (a bucket never spans two).
+3. `partition_pairs` (per partition): candidate pairs, as `_candidate_pairs` finds them.
+4. The driver decides the candidate pairs on those nodes' features only (`_decide`), takes
+   components over the edges, and picks the kept record of each cluster holding more than
+   one record (`decide_clusters`), reading only those records' small feature columns.
+5. `apply_decisions` (per shard): kept rows, rejects and index rows of the shard.
+
+The result equals `pipeline.dedup.dedup` on the shards' records concatenated in order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from pipeline import dedup as dd
+from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_result
+from schemas.dedup import DedupConfig, index_schema
+
+MAX_PARTITION_BITS = 8  # at most 2^8 partitions of bucket entries
+_RANK = ("n_parts", "has_codes", "cause_len", "content_len")
+_RECORDS = pl.DataFrame(
+    schema={
+        "row": pl.Int64,
+        "record_id": pl.String,
+        "key": pl.UInt64,
+        "content_hash": pl.UInt64,
+        **dict.fromkeys(("n_parts", "cause_len", "content_len"), pl.Int64),
+        "has_codes": pl.Boolean,
+    }
+).select("row", "record_id", "key", "content_hash", *_RANK)
+
+
+def _side(kept: pl.DataFrame, **state: pl.DataFrame) -> StageResult:
+    return StageResult(kept, empty_rejects(), {}, dict(state))
+
+
+def _node_frame(cfg: DedupConfig) -> pl.DataFrame:
+    """Columns of a `nodes` table: a node's key, its records in the shard, and its index row
+    but the signature (kept apart in a `signatures` table)."""
+    schema = {"key": pl.UInt64(), "n_records": pl.Int64(), **index_schema(cfg.num_perm)}
+    return pl.DataFrame(schema={c: t for c, t in schema.items() if c != "signature"})
+
+
+def flat_signatures(sig: np.ndarray) -> pl.DataFrame:
+    """Signatures (nodes × num_perm) as one UInt32 column, row after row: Parquet reads a
+    plain column several times faster than a fixed-size list column."""
+    return pl.DataFrame({"value": sig.ravel()}, schema={"value": pl.UInt32})
+
+
+def signature_rows(flat: pl.DataFrame | None, cfg: DedupConfig) -> np.ndarray:
+    """`flat_signatures` back as nodes × num_perm."""
+    values = flat.get_column("value").to_numpy() if flat is not None else np.empty(0, np.uint32)
+    return values.reshape(-1, cfg.num_perm)
+
+
+def with_signatures(nodes: pl.DataFrame, sig: np.ndarray, cfg: DedupConfig) -> pl.DataFrame:
+    """`nodes` with their signatures as the index's `signature` column."""
+    return nodes.with_columns(pl.Series("signature", sig, pl.Array(pl.UInt32, cfg.num_perm)))
+
+
+def shard_nodes(frame: pl.DataFrame | None, cfg: DedupConfig) -> dict[str, StageResult]:
+    """Per record of a shard (with content): row, record_id, node key and ranking features;
+    state `nodes`: the shard's distinct nodes in order of first record, and `signatures`
+    theirs (`flat_signatures`). Worked
+    `cfg.batch_size` records at a time as `dedup` does (the next batch's features in a
+    background thread while this one's signatures run)."""
+    df = frame if frame is not None else pl.DataFrame({"record_id": []}, {"record_id": pl.String})
+    starts = range(0, df.height, cfg.batch_size)
+    batches = dd._prefetched(lambda lo: dd._features(df.slice(lo, cfg.batch_size), cfg), starts)
+    seen = np.empty(0, dtype=np.uint64)  # node keys of earlier batches, ascending
+    sig = np.empty((df.height, cfg.num_perm), dtype=np.uint32)
+    records, reps, node_cols = [], [], []
+    n_rep = 0
+    for lo, f in zip(starts, batches, strict=True):
+        key = dd._node_key(f["content_hash"], f["codes_hash"], f["machine_hash"])
+        first = np.zeros(len(key), dtype=bool)
+        first[np.unique(key, return_index=True)[1]] = True
+        rep = first & (f["n_parts"] > 0) & ~dd._in_sorted(key, seen)
+        seen = np.sort(np.concatenate([seen, key[rep]]), kind="stable")
+        at = np.flatnonzero(rep)
+        dd._text_signatures(
+            f["cps"], f["starts"][at], f["lengths"][at], cfg, sig[n_rep : n_rep + len(at)]
+        )
+        n_rep += len(at)
+        reps.append(lo + at)
+        node_cols.append(
+            pl.DataFrame(
+                {
+                    "key": key[at],
+                    "content_hash": f["content_hash"][at],
+                    "machine_hash": f["machine_hash"][at],
+                    "codes": f["codes"].gather(at),
+                    "numbers": f["numbers"].gather(at),
+                }
+            )
+        )
+        records.append(
+            pl.DataFrame(
+                {
+                    "row": np.arange(lo, lo + len(key), dtype=np.int64),
+                    "key": key,
+                    "content_hash": f["content_hash"],
+                    "n_parts": f["n_parts"],
+                    "has_codes": f["has_codes"],
+                    "cause_len": f["cause_len"],
+                    "content_len": f["content_len"],
+                }
+            )
+        )
+    rep = np.concatenate([np.empty(0, np.int64), *reps])
+    recs = pl.concat(records).with_columns(df.get_column("record_id")) if records else _RECORDS
+    recs = recs.select(_RECORDS.columns).cast(_RECORDS.schema).filter(pl.col("n_parts") > 0)
+    counts = recs.group_by("key").len("n_records")
+    evidence = dd._evidence(df, rep, cfg)
+    nodes = _node_frame(cfg)
+    if node_cols:
+        nodes = pl.concat(node_cols).with_columns(
+            pl.Series("record_id", df.get_column("record_id").gather(rep)),
+            pl.lit(cfg.sig_key()).alias("sig_key"),
+            *evidence.values(),
+        )
+        nodes = nodes.join(counts, on="key", how="left", maintain_order="left")
+        nodes = nodes.select(_node_frame(cfg).columns).cast(_node_frame(cfg).schema)
+    return {"features": _side(recs, nodes=nodes, signatures=flat_signatures(sig[:n_rep]))}
+
+
+def index_nodes(index: pl.DataFrame, cfg: DedupConfig) -> pl.DataFrame:
+    """A published index's records as nodes (key, no records of this run)."""
+    key = dd._node_key(
+        index.get_column("content_hash").to_numpy(),
+        dd._set_hashes(index.get_column("codes")),
+        index.get_column("machine_hash").to_numpy(),
+    )
+    return index.with_columns(pl.Series("key", key), pl.lit(0, pl.Int64).alias("n_records"))
+
+
+def partition_bits(n_nodes: int, budget: int, cfg: DedupConfig) -> int:
+    """Partitions (2^bits) of the run's bucket entries so that one holds at most about
+    `budget` entries (at most 2^MAX_PARTITION_BITS partitions)."""
+    entries = n_nodes * (cfg.bands + cfg.moderate_bands)
+    wanted = -(-entries // max(budget, 1))
+    return min(max(wanted - 1, 0).bit_length(), MAX_PARTITION_BITS)
+
+
+def node_buckets(
+    nodes: pl.DataFrame,
+    signatures: pl.DataFrame | None,
+    ids: pl.DataFrame,
+    bits: int,
+    parts: int,
+    cfg: DedupConfig,
+) -> dict[str, StageResult]:
+    """Bucket entries (bucket << bits | node id) of the nodes at `ids` (local -> node), as
+    `_candidates` packs them, one `part-<k>/buckets` per partition (by the top `parts`
+    bits: every entry of a bucket lands in one partition)."""
+    local = ids.get_column("local").to_numpy()
+    node = ids.get_column("node").to_numpy().astype(np.uint64)
+    sig = signature_rows(signatures, cfg)
+    machine = nodes.get_column("machine_hash").to_numpy()
+    salt = dd._fmix64(machine ^ dd._MIX2)
+    b = np.uint64(bits)
+    named = local[machine[local] != 0]
+    packed = np.empty(len(local) * cfg.bands + len(named) * cfg.moderate_bands, np.uint64)
+    text = packed[: len(local) * cfg.bands].reshape(len(local), cfg.bands)
+    moderate = packed[len(local) * cfg.bands :].reshape(len(named), cfg.moderate_bands)
+    dd._bucket_entries(sig, local, salt, (cfg.bands, cfg.rows, 0), b, text)
+    bands = (cfg.moderate_bands, cfg.moderate_rows, cfg.bands)
+    dd._bucket_entries(sig, named, salt, bands, b, moderate)
+    # local row -> run-wide node id in the low bits
+    to_node = np.zeros(len(sig), dtype=np.uint64)
+    to_node[local] = node
+    low = (np.uint64(1) << b) - np.uint64(1)
+    packed = (packed & ~low) | to_node[(packed & low).astype(np.int64)]
+    if not parts:
+        return {"part-00000/buckets": _side(pl.DataFrame({"packed": packed}))}
+    part = (packed >> np.uint64(64 - parts)).astype(np.uint16)
+    order = np.argsort(part, kind="stable")  # a radix sort of 16-bit keys
+    cuts = np.searchsorted(part[order], np.arange((1 << parts) + 1))
+    packed = packed[order]
+    return {
+        f"part-{k:05d}/buckets": _side(pl.DataFrame({"packed": packed[lo:hi]}))
+        for k, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))
+    }
+
+
+def partition_pairs(
+    buckets: pl.DataFrame | None, bits: int, n_new: int, cfg: DedupConfig
+) -> dict[str, StageResult]:
+    """Candidate pairs (u < v, node ids) of one partition's bucket entries."""
+    packed = (
+        buckets.get_column("packed").to_numpy().copy()
+        if buckets is not None
+        else np.empty(0, dtype=np.uint64)
+    )
+    u, v = dd._candidate_pairs(packed, np.uint64(bits), cfg.pair_window, n_new)
+    return {"pairs": _side(pl.DataFrame({"u": u, "v": v}, schema={"u": pl.Int64, "v": pl.Int64}))}
+
+
+def candidate_pairs(parts: list[pl.DataFrame]) -> tuple[np.ndarray, np.ndarray]:
+    """The partitions' pairs, distinct and ascending, as `_candidate_pairs` gives them."""
+    both = pl.concat(parts)
+    key = dd._pair_keys(both.get_column("u").to_numpy(), both.get_column("v").to_numpy())
+    return (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
+
+
+def decide_pairs(nodes: pl.DataFrame, u: np.ndarray, v: np.ndarray, cfg: DedupConfig) -> dict:
+    """`_decide` over the pairs, given the features of their nodes (`node` ascending)."""
+    ids = nodes.get_column("node").to_numpy()
+    cu, cv = np.searchsorted(ids, u), np.searchsorted(ids, v)
+    sig = nodes.get_column("signature").to_numpy().reshape(nodes.height, cfg.num_perm)
+    features = {
+        "machine": nodes.get_column("machine_hash").to_numpy(),
+        "codes": nodes.get_column("codes"),
+        "numbers": nodes.get_column("numbers"),
+        **{c: nodes.get_column(c) for c in dd._EVIDENCE},
+    }
+    features["days"] = dd._days(features["reported_at"])
+    out = dd._decide(features, sig, cu, cv, cfg)
+    out["u"], out["v"] = ids[out["u"]], ids[out["v"]]
+    return out
+
+
+def clusters(u: np.ndarray, v: np.ndarray) -> pl.DataFrame:
+    """(node, cluster) of the nodes on an edge; cluster: the smallest node of the component."""
+    ids = np.unique(np.concatenate([u, v]))
+    labels = dd._components(len(ids), np.searchsorted(ids, u), np.searchsorted(ids, v))
+    return pl.DataFrame({"node": ids, "cluster": ids[labels]})
+
+
+def decide_clusters(records: pl.DataFrame, old: pl.DataFrame) -> pl.DataFrame:
+    """As `dedup` does: per record of a cluster (`row` run-wide, `node`, `cluster`) its
+    `_duplicate_of` and `_reason` (null: kept). `old`: old_id, content_hash, cluster."""
+    anchors = old.group_by("cluster").agg(pl.col("old_id").min().alias("anchor"))
+    exact_old = old.group_by("cluster", "content_hash").agg(
+        pl.col("old_id").min().alias("exact_old")
+    )
+    rec = (
+        records.join(anchors, on="cluster", how="left")
+        .join(exact_old, on=["cluster", "content_hash"], how="left")
+        .sort(["cluster", *_RANK, "record_id"], descending=[False, True, True, True, True, False])
+        .with_columns(
+            pl.col("row").first().over("cluster").alias("best_row"),
+            pl.col("record_id").first().over("cluster").alias("best_id"),
+            pl.col("content_hash").first().over("cluster").alias("best_hash"),
+        )
+    )
+    to_old = pl.col("anchor").is_not_null()
+    return rec.select(
+        "row",
+        "shard",
+        "local_row",
+        pl.when(to_old)
+        .then(pl.coalesce("exact_old", "anchor"))
+        .when(pl.col("row") != pl.col("best_row"))
+        .then(pl.col("best_id"))
+        .alias("_duplicate_of"),
+        pl.when(to_old)
+        .then(pl.when(pl.col("exact_old").is_not_null()).then(pl.lit("exact_dup")))
+        .when(pl.col("row") != pl.col("best_row"))
+        .then(pl.when(pl.col("content_hash") == pl.col("best_hash")).then(pl.lit("exact_dup")))
+        .otherwise(pl.lit(None, dtype=pl.String))
+        .alias("_reason"),
+    ).with_columns(
+        pl.when(pl.col("_duplicate_of").is_not_null())
+        .then(pl.col("_reason").fill_null("near_dup"))
+        .alias("_reason")
+    )
+
+
+def apply_decisions(
+    frame: pl.DataFrame | None,
+    features: pl.DataFrame,
+    nodes: pl.DataFrame,
+    signatures: pl.DataFrame | None,
+    foreign: pl.DataFrame | None,
+    decisions: pl.DataFrame | None,
+    cfg: DedupConfig,
+    counters: dict[str, int],
+) -> dict[str, StageResult]:
+    """The shard's kept rows, rejects (`decisions`: local_row, _reason, _duplicate_of) and
+    index rows of its kept records with content: from `foreign` (the run's first node of a
+    key another shard introduced) or else the shard's own `nodes` and `signatures`."""
+    df = frame if frame is not None else pl.DataFrame({"record_id": []}, {"record_id": pl.String})
+    decisions = (
+        decisions
+        if decisions is not None
+        else pl.DataFrame(
+            schema={"local_row": pl.Int64, "_reason": pl.String, "_duplicate_of": pl.String}
+        )
+    )
+    rejected = decisions.filter(pl.col("_reason").is_not_null()).sort("local_row")
+    rows = rejected.get_column("local_row").to_numpy()
+    is_rejected = np.zeros(df.height, dtype=bool)
+    is_rejected[rows] = True
+    kept = df.filter(pl.Series(~is_rejected))
+    rej = df.select(pl.all().gather(rows)).with_columns(
+        rejected.get_column("_reason"), rejected.get_column("_duplicate_of")
+    )
+    rejects = make_rejects(
+        rej, dd.STAGE, reason=pl.col("_reason"), duplicate_of=pl.col("_duplicate_of")
+    )
+    mine = features.filter(~pl.Series(is_rejected).gather(features.get_column("row")))
+    columns = [c for c in index_schema(cfg.num_perm) if c != "record_id"]
+    nodes = with_signatures(nodes, signature_rows(signatures, cfg), cfg)
+    if foreign is not None:
+        nodes = pl.concat([foreign, nodes], how="diagonal_relaxed")
+        nodes = nodes.unique("key", keep="first", maintain_order=True)  # the run's first wins
+    index = (
+        mine.select("record_id", "key")
+        .join(nodes.select("key", *columns), on="key", how="left", maintain_order="left")
+        .select(index_schema(cfg.num_perm).keys())
+        .join(kept.select("record_id", "source_file"), on="record_id")
+    )
+    result = stage_result(kept, rejects, read=df.height, **counters)
+    return {"dedup": StageResult(result.kept, result.rejected, result.counters, {"index": index})}
