@@ -8,7 +8,7 @@
 3. `partition_pairs` (per partition): candidate pairs, as `_candidate_pairs` finds them.
 4. The driver decides the candidate pairs on those nodes' features only (`_decide`), takes
    components over the edges, and picks the kept record of each cluster holding more than
-   one record (`decide_clusters`), reading only those records' small feature columns.
+   one record (`pipeline.dedup.decide_clusters`), reading only those records' small feature columns.
 5. `apply_decisions` (per shard): kept rows, rejects and index rows of the shard.
 
 The result equals `pipeline.dedup.dedup` on the shards' records concatenated in order.
@@ -24,7 +24,6 @@ from pipeline.stage import StageResult, empty_rejects, make_rejects, stage_resul
 from schemas.dedup import DedupConfig, index_schema
 
 MAX_PARTITION_BITS = 8  # at most 2^8 partitions of bucket entries
-_RANK = ("n_parts", "has_codes", "cause_len", "content_len")
 _RECORDS = pl.DataFrame(
     schema={
         "row": pl.Int64,
@@ -34,7 +33,7 @@ _RECORDS = pl.DataFrame(
         **dict.fromkeys(("n_parts", "cause_len", "content_len"), pl.Int64),
         "has_codes": pl.Boolean,
     }
-).select("row", "record_id", "key", "content_hash", *_RANK)
+).select("row", "record_id", "key", "content_hash", *dd.RANK)
 
 
 def _side(kept: pl.DataFrame, **state: pl.DataFrame) -> StageResult:
@@ -210,11 +209,13 @@ def candidate_pairs(parts: list[pl.DataFrame]) -> tuple[np.ndarray, np.ndarray]:
     return (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
 
 
-def decide_pairs(nodes: pl.DataFrame, u: np.ndarray, v: np.ndarray, cfg: DedupConfig) -> dict:
-    """`_decide` over the pairs, given the features of their nodes (`node` ascending)."""
+def decide_pairs(
+    nodes: pl.DataFrame, sig: np.ndarray, u: np.ndarray, v: np.ndarray, cfg: DedupConfig
+) -> dict:
+    """`_decide` over the pairs, given the features of (at least) their nodes, `node`
+    ascending, and those nodes' signatures in the same order."""
     ids = nodes.get_column("node").to_numpy()
     cu, cv = np.searchsorted(ids, u), np.searchsorted(ids, v)
-    sig = nodes.get_column("signature").to_numpy().reshape(nodes.height, cfg.num_perm)
     features = {
         "machine": nodes.get_column("machine_hash").to_numpy(),
         "codes": nodes.get_column("codes"),
@@ -232,46 +233,6 @@ def clusters(u: np.ndarray, v: np.ndarray) -> pl.DataFrame:
     ids = np.unique(np.concatenate([u, v]))
     labels = dd._components(len(ids), np.searchsorted(ids, u), np.searchsorted(ids, v))
     return pl.DataFrame({"node": ids, "cluster": ids[labels]})
-
-
-def decide_clusters(records: pl.DataFrame, old: pl.DataFrame) -> pl.DataFrame:
-    """As `dedup` does: per record of a cluster (`row` run-wide, `node`, `cluster`) its
-    `_duplicate_of` and `_reason` (null: kept). `old`: old_id, content_hash, cluster."""
-    anchors = old.group_by("cluster").agg(pl.col("old_id").min().alias("anchor"))
-    exact_old = old.group_by("cluster", "content_hash").agg(
-        pl.col("old_id").min().alias("exact_old")
-    )
-    rec = (
-        records.join(anchors, on="cluster", how="left")
-        .join(exact_old, on=["cluster", "content_hash"], how="left")
-        .sort(["cluster", *_RANK, "record_id"], descending=[False, True, True, True, True, False])
-        .with_columns(
-            pl.col("row").first().over("cluster").alias("best_row"),
-            pl.col("record_id").first().over("cluster").alias("best_id"),
-            pl.col("content_hash").first().over("cluster").alias("best_hash"),
-        )
-    )
-    to_old = pl.col("anchor").is_not_null()
-    return rec.select(
-        "row",
-        "shard",
-        "local_row",
-        pl.when(to_old)
-        .then(pl.coalesce("exact_old", "anchor"))
-        .when(pl.col("row") != pl.col("best_row"))
-        .then(pl.col("best_id"))
-        .alias("_duplicate_of"),
-        pl.when(to_old)
-        .then(pl.when(pl.col("exact_old").is_not_null()).then(pl.lit("exact_dup")))
-        .when(pl.col("row") != pl.col("best_row"))
-        .then(pl.when(pl.col("content_hash") == pl.col("best_hash")).then(pl.lit("exact_dup")))
-        .otherwise(pl.lit(None, dtype=pl.String))
-        .alias("_reason"),
-    ).with_columns(
-        pl.when(pl.col("_duplicate_of").is_not_null())
-        .then(pl.col("_reason").fill_null("near_dup"))
-        .alias("_reason")
-    )
 
 
 def apply_decisions(

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipeline import dedup as dd
 from pipeline import dedup_shards as ds
 from pipeline.funnels.keys import step_key
 from pipeline.funnels.steps import Call, Runner
@@ -63,17 +64,18 @@ def _is_in(frame: pl.DataFrame, column: str, values: pl.Series | np.ndarray) -> 
 
 def _picked_nodes(
     nodes: str, signatures: str, ids: pl.DataFrame, wanted: np.ndarray, cfg: DedupConfig
-) -> pl.DataFrame:
-    """The rows of a nodes table (with signature and run-wide `node` id) whose node is wanted."""
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The rows of a nodes table (with run-wide `node` id) whose node is wanted, and their
+    signatures (nodes x num_perm), kept apart from the frame so that they are copied once."""
     picked = _is_in(
         pl.read_parquet(nodes)
         .with_row_index("local")
-        .join(ids.with_columns(pl.col("local").cast(pl.UInt32)), on="local"),
+        .join(ids.with_columns(pl.col("local").cast(pl.UInt32)), on="local", maintain_order="left"),
         "node",
         wanted,
     )
     sig = ds.signature_rows(pl.read_parquet(signatures), cfg)
-    return ds.with_signatures(picked, sig[picked.get_column("local").to_numpy()], cfg).drop("local")
+    return picked.drop("local"), sig[picked.get_column("local").to_numpy()]
 
 
 def _decide(
@@ -85,14 +87,21 @@ def _decide(
     cfg: DedupConfig,
 ) -> tuple[dict, pl.DataFrame]:
     """`decide_pairs` over the candidate pairs, reading the `wanted` nodes of each source
-    once; and the rows of the `borrowed` nodes (without `node`)."""
-    picked = pl.concat(
-        [_picked_nodes(n, sg, ids, wanted, cfg) for n, sg, ids in sources],
-        how="diagonal_relaxed",
-    ).sort("node")
-    pair_nodes = _is_in(picked, "node", np.unique(np.concatenate([u, v])))
-    decided = ds.decide_pairs(pair_nodes.drop("record_id"), u, v, cfg)
-    return decided, _is_in(picked, "node", borrowed).drop("node")
+    once; and the rows of the `borrowed` nodes (without `node`). Sources come in node order
+    (each shard's new nodes, then the published index's), so their rows are sorted only in
+    case they are not."""
+    parts = [_picked_nodes(n, sg, ids, wanted, cfg) for n, sg, ids in sources]
+    picked = pl.concat([f for f, _ in parts], how="diagonal_relaxed")
+    sig = np.concatenate([s for _, s in parts]) if parts else np.empty((0, cfg.num_perm))
+    del parts
+    node = picked.get_column("node").to_numpy()
+    if len(node) > 1 and not (np.diff(node) > 0).all():
+        order = np.argsort(node, kind="stable")
+        picked, sig = picked[order], sig[order]
+    decided = ds.decide_pairs(picked.drop("record_id"), sig, u, v, cfg)
+    mine = np.isin(picked.get_column("node").to_numpy(), borrowed.to_numpy())
+    foreign = ds.with_signatures(picked.filter(mine), sig[mine], cfg)
+    return decided, foreign.drop("node")
 
 
 def dedup_shards(
@@ -216,7 +225,7 @@ def dedup_shards(
             for i, f in enumerate(feats)
         ]
     ).collect()
-    verdicts = ds.decide_clusters(records, old_clusters)
+    verdicts = dd.decide_clusters(records, old_clusters, ("row", "shard", "local_row"))
 
     # per shard: its rejects, and the run's first node rows of the keys it did not introduce
     empty_content = sum(rows) - sum(

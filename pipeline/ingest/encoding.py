@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import charset_normalizer
@@ -69,8 +69,14 @@ def undecodable_lines(data: bytes) -> list[int] | None:
     One GBK line pasted into a UTF-8 export must not turn the whole file into GB18030
     mojibake: the file is UTF-8, and those lines are quarantined by number.
     """
+    bad, good = _utf8_lines(data.split(b"\n"))
+    return bad if bad and len(bad) < good else None
+
+
+def _utf8_lines(lines: Iterable[bytes]) -> tuple[list[int], int]:
+    """(numbers of the non-ASCII lines that are not UTF-8, count of those that are)."""
     bad, good = [], 0
-    for number, line in enumerate(data.split(b"\n"), start=1):
+    for number, line in enumerate(lines, start=1):
         if line.isascii():
             continue
         try:
@@ -78,7 +84,7 @@ def undecodable_lines(data: bytes) -> list[int] | None:
             good += 1
         except UnicodeDecodeError:
             bad.append(number)
-    return bad if bad and len(bad) < good else None
+    return bad, good
 
 
 def decode(data: bytes, source: str | Path, encoding: str = "auto") -> tuple[str, str, list[int]]:
@@ -122,19 +128,10 @@ def _file_decodes(path: Path, encoding: str) -> bool:
 
 
 def _mostly_utf8(path: Path) -> bool:
-    """`undecodable_lines` of the file is not None: UTF-8 with a few lines of another
-    encoding, counted a line at a time."""
-    bad = good = 0
+    """`undecodable_lines` of the file is not None, read a line at a time."""
     with open(path, "rb") as fh:
-        for line in fh:
-            if line.isascii():
-                continue
-            try:
-                line.decode("utf-8")
-                good += 1
-            except UnicodeDecodeError:
-                bad += 1
-    return 0 < bad < good
+        bad, good = _utf8_lines(fh)
+    return 0 < len(bad) < good
 
 
 def scan_encoding(path: Path, encoding: str = "auto") -> tuple[str, bool]:
