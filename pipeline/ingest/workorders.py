@@ -140,10 +140,8 @@ def read_workorder_parts(
         else:
             header_line = 0
             parts = (
-                (*_objects_frame([o for _, o in good]), [n for n, _ in good], bad)
-                for good, bad in _batched(_jsonl_rows(physical), part_rows)
+                _objects_part(good, bad) for good, bad in _batched(_jsonl_rows(physical), part_rows)
             )
-            parts = ((raw, lines, bad, text) for raw, text, lines, bad in parts)
         if replace:
             parts = (_drop_undecodable(*part) for part in parts)
     head, parts = _head(parts, CONTENT_SAMPLE)
@@ -375,6 +373,11 @@ def _jsonl_rows(lines: Iterator[str]) -> Iterator[tuple[int, str | None, object]
             yield number, None, obj
         else:
             yield number, "line is not a JSON object", [line]
+
+
+def _objects_part(good: list[tuple[int, dict]], bad: list[_BadRow]) -> _Part:
+    frame, raw_text = _objects_frame([o for _, o in good])
+    return frame, [n for n, _ in good], bad, raw_text
 
 
 def _objects_frame(objects: list[dict]) -> tuple[pl.DataFrame, pl.Series]:
