@@ -693,6 +693,9 @@ def _agree(a: pl.Series, b: pl.Series, cfg: DedupConfig) -> np.ndarray:
     return score.to_series().to_numpy()
 
 
+PAIR_COUNTERS = ("verified_pairs", "incident_pairs", "slip_pairs", "contradicted_pairs")
+
+
 def _decide(nodes: dict, sig: np.ndarray, u: np.ndarray, v: np.ndarray, cfg: DedupConfig) -> dict:
     """Which candidate pairs are one incident (see schemas.dedup); pairs and counters.
     Alarm codes agree when neither record has one the other lacks, or one names none."""
@@ -720,14 +723,9 @@ def _decide(nodes: dict, sig: np.ndarray, u: np.ndarray, v: np.ndarray, cfg: Ded
     by_incident = maybe[evidence & (verdicts[0] != 0) & (verdicts[1] != 0)]
     merged = by_text.copy()
     merged[by_incident] = True
-    return {
-        "u": u[merged],
-        "v": v[merged],
-        "verified_pairs": int(by_text.sum()),
-        "incident_pairs": len(by_incident),
-        "slip_pairs": int((by_text & (slips > 0)).sum()),
-        "contradicted_pairs": int((~clean).sum()),
-    }
+    counts = (by_text.sum(), len(by_incident), (by_text & (slips > 0)).sum(), (~clean).sum())
+    counters = dict(zip(PAIR_COUNTERS, map(int, counts), strict=True))
+    return {"u": u[merged], "v": v[merged], **counters}
 
 
 _EVIDENCE = ("reported_at", "diagnosis", "action")

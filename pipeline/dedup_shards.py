@@ -6,10 +6,15 @@
    shard introduces, as `pipeline.dedup._candidates` packs them with run-wide node ids,
    split by their top bits into partitions (a bucket never spans two).
 3. `partition_pairs` (per partition): candidate pairs, as `_candidate_pairs` finds them.
-4. The driver decides the candidate pairs on those nodes' features only (`_decide`), takes
-   components over the edges, and picks the kept record of each cluster holding more than
-   one record (`pipeline.dedup.decide_clusters`), reading only those records' small feature columns.
-5. `apply_decisions` (per shard): kept rows, rejects and index rows of the shard.
+4. `export_nodes` (per source of nodes): the rows other shards asked for, one table per
+   asking shard: the far node of each candidate pair a shard verifies, and the run's first
+   node of each key a shard holds but did not introduce.
+5. `verify_pairs` (per shard): the candidate pairs whose smaller node the shard introduced,
+   decided on its own nodes and the rows exported to it (`pipeline.dedup._decide`).
+6. The driver takes components over the verified edges and picks the kept record of each
+   cluster holding more than one record (`pipeline.dedup.decide_clusters`), reading only
+   those records' small feature columns.
+7. `apply_decisions` (per shard): kept rows, rejects and index rows of the shard.
 
 The result equals `pipeline.dedup.dedup` on the shards' records concatenated in order.
 """
@@ -209,23 +214,75 @@ def candidate_pairs(parts: list[pl.DataFrame]) -> tuple[np.ndarray, np.ndarray]:
     return (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
 
 
-def decide_pairs(
-    nodes: pl.DataFrame, sig: np.ndarray, u: np.ndarray, v: np.ndarray, cfg: DedupConfig
-) -> dict:
-    """`_decide` over the pairs, given the features of (at least) their nodes, `node`
-    ascending, and those nodes' signatures in the same order."""
-    ids = nodes.get_column("node").to_numpy()
-    cu, cv = np.searchsorted(ids, u), np.searchsorted(ids, v)
+def _numbered(nodes: pl.DataFrame, ids: pl.DataFrame) -> pl.DataFrame:
+    """`nodes` with their run-wide `node` id (`ids`: local row -> node) and `local` row,
+    only the nodes that have one."""
+    return (
+        nodes.with_row_index("local")
+        .with_columns(pl.col("local").cast(pl.Int64))
+        .join(ids, on="local", maintain_order="right")
+    )
+
+
+def export_nodes(
+    nodes: pl.DataFrame,
+    signatures: pl.DataFrame | None,
+    ids: pl.DataFrame,
+    requests: pl.DataFrame,
+    cfg: DedupConfig,
+) -> dict[str, StageResult]:
+    """The rows of the nodes asked for (`requests`: node, to, use; sorted by `to` then
+    `node`), one `to-<shard>/<use>` per asking shard and use: the node's id and columns,
+    with its signature apart (`flat_signatures`, state `signatures`)."""
+    asked = _numbered(nodes, ids).join(requests, on="node", maintain_order="right")
+    sig = signature_rows(signatures, cfg)
+    out = {}
+    for (to, use), rows in asked.partition_by("to", "use", as_dict=True).items():
+        picked = flat_signatures(sig[rows.get_column("local").to_numpy()])
+        out[f"to-{to:05d}/{use}"] = _side(rows.drop("local", "to", "use"), signatures=picked)
+    return out
+
+
+def verify_pairs(
+    nodes: pl.DataFrame,
+    signatures: pl.DataFrame | None,
+    ids: pl.DataFrame,
+    imported: pl.DataFrame | None,
+    imported_signatures: pl.DataFrame | None,
+    pairs: pl.DataFrame,
+    cfg: DedupConfig,
+) -> dict[str, StageResult]:
+    """The verified `edges` (u < v) among candidate `pairs` whose nodes are the shard's own
+    (`ids`: local -> node) or `imported` (`export_nodes` rows), and the verdict counters."""
+    u, v = pairs.get_column("u").to_numpy(), pairs.get_column("v").to_numpy()
+    wanted = pl.DataFrame({"node": np.unique(np.concatenate([u, v]))})
+    own = _numbered(nodes, ids).join(wanted, on="node", how="semi", maintain_order="left")
+    local = own.get_column("local").to_numpy()
+    far = signature_rows(imported_signatures, cfg) if imported is not None else None
+    sig = np.empty((len(local) + (len(far) if far is not None else 0), cfg.num_perm), np.uint32)
+    np.take(signature_rows(signatures, cfg), local, axis=0, out=sig[: len(local)])
+    if far is not None:
+        sig[len(local) :] = far
+    rows = [f for f in (own.drop("local"), imported) if f is not None]
+    both = pl.concat(rows, how="diagonal_relaxed")
+    node = both.get_column("node").to_numpy()
+    order = np.argsort(node, kind="stable")
+    at = (
+        order[np.searchsorted(node, u, sorter=order)],
+        order[np.searchsorted(node, v, sorter=order)],
+    )
     features = {
-        "machine": nodes.get_column("machine_hash").to_numpy(),
-        "codes": nodes.get_column("codes"),
-        "numbers": nodes.get_column("numbers"),
-        **{c: nodes.get_column(c) for c in dd._EVIDENCE},
+        "machine": both.get_column("machine_hash").to_numpy(),
+        "codes": both.get_column("codes"),
+        "numbers": both.get_column("numbers"),
+        **{c: both.get_column(c) for c in dd._EVIDENCE},
     }
     features["days"] = dd._days(features["reported_at"])
-    out = dd._decide(features, sig, cu, cv, cfg)
-    out["u"], out["v"] = ids[out["u"]], ids[out["v"]]
-    return out
+    out = dd._decide(features, sig, *at, cfg)
+    edges = pl.DataFrame(
+        {"u": node[out.pop("u")], "v": node[out.pop("v")]}, schema={"u": pl.Int64, "v": pl.Int64}
+    )
+    return {"edges": StageResult(edges, empty_rejects(), out)}
 
 
 def clusters(u: np.ndarray, v: np.ndarray) -> pl.DataFrame:
@@ -241,13 +298,14 @@ def apply_decisions(
     nodes: pl.DataFrame,
     signatures: pl.DataFrame | None,
     foreign: pl.DataFrame | None,
+    foreign_signatures: pl.DataFrame | None,
     decisions: pl.DataFrame | None,
     cfg: DedupConfig,
     counters: dict[str, int],
 ) -> dict[str, StageResult]:
     """The shard's kept rows, rejects (`decisions`: local_row, _reason, _duplicate_of) and
-    index rows of its kept records with content: from `foreign` (the run's first node of a
-    key another shard introduced) or else the shard's own `nodes` and `signatures`."""
+    index rows of its kept records with content: from `foreign` (the run's first node of
+    each key another source introduced) or else the shard's own `nodes` and `signatures`."""
     df = frame if frame is not None else pl.DataFrame({"record_id": []}, {"record_id": pl.String})
     decisions = (
         decisions
@@ -269,9 +327,18 @@ def apply_decisions(
     )
     mine = features.filter(~pl.Series(is_rejected).gather(features.get_column("row")))
     columns = [c for c in index_schema(cfg.num_perm) if c != "record_id"]
-    nodes = with_signatures(nodes, signature_rows(signatures, cfg), cfg)
+    keys = mine.select("key").unique()
+
+    def of_kept_keys(rows: pl.DataFrame, sig: pl.DataFrame | None) -> pl.DataFrame:
+        at = rows.with_row_index("at").join(keys, on="key", how="semi", maintain_order="left")
+        picked = signature_rows(sig, cfg)[at.get_column("at").to_numpy()]
+        return with_signatures(at.drop("at"), picked, cfg)
+
+    nodes = of_kept_keys(nodes, signatures)
     if foreign is not None:
-        nodes = pl.concat([foreign, nodes], how="diagonal_relaxed")
+        nodes = pl.concat(
+            [of_kept_keys(foreign.drop("node"), foreign_signatures), nodes], how="diagonal_relaxed"
+        )
         nodes = nodes.unique("key", keep="first", maintain_order=True)  # the run's first wins
     index = (
         mine.select("record_id", "key")

@@ -243,9 +243,9 @@ def _workorders(run: _Run, entries: list[InputEntry], root: Path) -> SourceRun:
         )
         outputs += deduped + [o for s in samples for o in s.values()]
         source.sft = [s["render"].kept for s in samples]
-        new_index = load_state(deduped, "index")
-        parts = [f for f in (index, new_index) if f is not None]
-        source.state = {"dedup_index": pl.concat(parts, how="vertical_relaxed").sort("record_id")}
+        # written part by part: the carried rows, then each shard's kept records
+        carried = [index] if index is not None else []
+        source.state = {"dedup_index": carried + [d.state["index"] for d in deduped]}
     source.outputs = outputs
     source.ledger = _ledger(run, plan, [o for o in ingested if "ledger" in o.state])
     return source

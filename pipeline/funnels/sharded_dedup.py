@@ -1,9 +1,10 @@
 """The dedup stage over shards, step by step through a `Runner` (see pipeline/dedup_shards.py).
 
 Per shard and per partition steps go through `Runner.map`; the driver reads only small
-columns (node keys and counts, candidate pairs, the features of the pairs' nodes, the
-ranking columns of records in clusters of more than one record) and writes the small tables
-the next steps read, named by their content so cached steps rerun when their inputs change.
+columns (node keys and counts, candidate pairs, verified edges, the ranking columns of
+records in clusters of more than one record), never a signature or a node's features, and
+writes the small tables the next steps read, named by their content so cached steps rerun
+when their inputs change.
 The result equals `pipeline.dedup.dedup` over the shards' records in order.
 """
 
@@ -22,7 +23,6 @@ from pipeline import dedup_shards as ds
 from pipeline.funnels.keys import step_key
 from pipeline.funnels.steps import Call, Runner
 from schemas.config import PipelineConfig
-from schemas.dedup import DedupConfig
 from schemas.manifest import StageOutput
 
 
@@ -62,46 +62,27 @@ def _is_in(frame: pl.DataFrame, column: str, values: pl.Series | np.ndarray) -> 
     return frame.join(other, on=column, how="semi", maintain_order="left")
 
 
-def _picked_nodes(
-    nodes: str, signatures: str, ids: pl.DataFrame, wanted: np.ndarray, cfg: DedupConfig
-) -> tuple[pl.DataFrame, np.ndarray]:
-    """The rows of a nodes table (with run-wide `node` id) whose node is wanted, and their
-    signatures (nodes x num_perm), kept apart from the frame so that they are copied once."""
-    picked = _is_in(
-        pl.read_parquet(nodes)
-        .with_row_index("local")
-        .join(ids.with_columns(pl.col("local").cast(pl.UInt32)), on="local", maintain_order="left"),
-        "node",
-        wanted,
+def _run_nodes(nodes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The run's nodes, its distinct keys in order of first record (key, shard, local, node,
+    n_records over the run), from the shards' `nodes` tables; and the requests (from, node,
+    to, use) for the index row of each key a shard holds but did not introduce."""
+    keys = pl.concat(
+        [
+            pl.read_parquet(path, columns=["key", "n_records"]).with_columns(
+                pl.lit(i, pl.Int64).alias("shard"), pl.int_range(pl.len()).alias("local")
+            )
+            for i, path in enumerate(nodes)
+        ]
     )
-    sig = ds.signature_rows(pl.read_parquet(signatures), cfg)
-    return picked.drop("local"), sig[picked.get_column("local").to_numpy()]
-
-
-def _decide(
-    sources: list[tuple[str, str, pl.DataFrame]],
-    u: np.ndarray,
-    v: np.ndarray,
-    wanted: np.ndarray,
-    borrowed: pl.Series,
-    cfg: DedupConfig,
-) -> tuple[dict, pl.DataFrame]:
-    """`decide_pairs` over the candidate pairs, reading the `wanted` nodes of each source
-    once; and the rows of the `borrowed` nodes (without `node`). Sources come in node order
-    (each shard's new nodes, then the published index's), so their rows are sorted only in
-    case they are not."""
-    parts = [_picked_nodes(n, sg, ids, wanted, cfg) for n, sg, ids in sources]
-    picked = pl.concat([f for f, _ in parts], how="diagonal_relaxed")
-    sig = np.concatenate([s for _, s in parts]) if parts else np.empty((0, cfg.num_perm))
-    del parts
-    node = picked.get_column("node").to_numpy()
-    if len(node) > 1 and not (np.diff(node) > 0).all():
-        order = np.argsort(node, kind="stable")
-        picked, sig = picked[order], sig[order]
-    decided = ds.decide_pairs(picked.drop("record_id"), sig, u, v, cfg)
-    mine = np.isin(picked.get_column("node").to_numpy(), borrowed.to_numpy())
-    foreign = ds.with_signatures(picked.filter(mine), sig[mine], cfg)
-    return decided, foreign.drop("node")
+    first = keys.unique("key", keep="first", maintain_order=True).drop("n_records")
+    first = first.with_columns(pl.int_range(pl.len()).alias("node"))
+    borrowed = (
+        keys.join(first.select("key", "node", pl.col("shard").alias("from")), on="key")
+        .filter(pl.col("shard") != pl.col("from"))
+        .select("from", "node", pl.col("shard").alias("to"), use=pl.lit("index"))
+    )
+    counts = keys.group_by("key").agg(pl.col("n_records").sum())
+    return first.join(counts, on="key", maintain_order="left"), borrowed
 
 
 def dedup_shards(
@@ -125,47 +106,41 @@ def dedup_shards(
         o["features"]
         for o in d.map("dedup.nodes", [{"records": [p]} for p in shards], [{}] * n_shards)
     ]
-    # run-wide nodes: distinct keys in order of first record
-    keys = pl.concat(
-        [
-            pl.read_parquet(f.state["nodes"], columns=["key", "n_records"]).with_columns(
-                pl.lit(i, pl.Int64).alias("shard"), pl.int_range(pl.len()).alias("local")
-            )
-            for i, f in enumerate(feats)
-        ]
-    )
-    counts = keys.group_by("key").agg(pl.col("n_records").sum())
-    first = keys.unique("key", keep="first", maintain_order=True).drop("n_records")
-    first = first.with_columns(pl.int_range(pl.len()).alias("node"))
+    first, borrowed = _run_nodes([f.state["nodes"] for f in feats])
     n_new = first.height
     old = ds.index_nodes(index, dcfg) if index is not None else None
     n_old = old.height if old is not None else 0
     bits = max((n_new + n_old - 1).bit_length(), 1)
 
-    by_shard = first.partition_by("shard", as_dict=True, include_key=False)
-    empty_ids = pl.DataFrame(schema={"key": pl.UInt64, "local": pl.Int64, "node": pl.Int64})
-    sources = [
-        (f.state["nodes"], f.state["signatures"], by_shard.get((i,), empty_ids).drop("key"))
-        for i, f in enumerate(feats)
-    ]
+    # sources of nodes: each shard (the nodes it introduced), then the published index
+    by_shard = first.select("shard", "local", "node").partition_by("shard", as_dict=True)
+    empty_ids = pl.DataFrame(schema={"local": pl.Int64, "node": pl.Int64})
+    src_inputs, sizes = [], []
+    for i, f in enumerate(feats):
+        ids = by_shard.pop((i,), empty_ids).drop("shard", strict=False)
+        sizes.append(ids.height)
+        src_inputs.append(
+            {
+                "nodes": [f.state["nodes"]],
+                "signatures": [f.state["signatures"]],
+                "ids": [d.save(f"ids-{i}", ids)],
+            }
+        )
     if old is not None:
         old_ids = pl.DataFrame({"local": np.arange(n_old), "node": n_new + np.arange(n_old)})
         old_sig = ds.flat_signatures(old.get_column("signature").to_numpy())
-        sources.append(
-            (
-                d.save("old-nodes", old.drop("record_id", "signature")),
-                d.save("old-signatures", old_sig),
-                old_ids,
-            )
+        sizes.append(n_old)
+        src_inputs.append(
+            {
+                "nodes": [d.save("old-nodes", old.drop("record_id", "signature"))],
+                "signatures": [d.save("old-signatures", old_sig)],
+                "ids": [d.save("old-ids", old_ids)],
+            }
         )
-    src_inputs = [
-        {"nodes": [n], "signatures": [sg], "ids": [d.save(f"ids-{i}", ids)]}
-        for i, (n, sg, ids) in enumerate(sources)
-    ]
     rows = [pl.scan_parquet(p).select(pl.len()).collect().item() for p in shards]
     parts = ds.partition_bits(n_new + n_old, cfg.execution.dedup_partition_entries, dcfg)
     params = {"bits": bits, "parts": parts}
-    buckets = d.map("dedup.buckets", src_inputs, [params] * len(sources))
+    buckets = d.map("dedup.buckets", src_inputs, [params] * len(src_inputs))
     labels = [f"part-{k:05d}/buckets" for k in range(1 << parts)]
     pairs = d.map(
         "dedup.pairs",
@@ -174,13 +149,61 @@ def dedup_shards(
     )
     u, v = ds.candidate_pairs([pl.read_parquet(p["pairs"].kept) for p in pairs])
 
-    # one read of each source's nodes: the candidate pairs' nodes, and the nodes of keys
-    # that more than one shard holds (a later shard's kept record takes the first's row)
-    repeated = keys.group_by("key").len().filter(pl.col("len") > 1).select("key")
-    borrowed = first.join(repeated, on="key", how="semi").get_column("node")
-    wanted = np.unique(np.concatenate([u, v, borrowed.to_numpy()]))
-    decided, foreign_nodes = _decide(sources, u, v, wanted, borrowed, dcfg)
-    eu, ev = decided.pop("u"), decided.pop("v")
+    # Each shard verifies the pairs whose smaller node it introduced, on its own nodes and
+    # the rows other sources export to it: the far node of such a pair, and the run's first
+    # node of each key the shard holds but did not introduce (its records' index row).
+    # A source's nodes have consecutive ids: the shards' in shard order, then the index's.
+    starts = np.cumsum([0, *sizes])[:-1]
+    near, far = np.searchsorted(starts, u, "right") - 1, np.searchsorted(starts, v, "right") - 1
+    apart = near != far
+    requests = pl.concat(
+        [
+            pl.DataFrame({"from": far[apart], "node": v[apart], "to": near[apart]}).with_columns(
+                use=pl.lit("pairs")
+            ),
+            borrowed,
+        ]
+    )
+    asked = requests.unique().sort("to", "node").partition_by("from", as_dict=True)
+    exporters = sorted(t for (t,) in asked)
+    exported = d.map(
+        "dedup.export",
+        [
+            {**src_inputs[t], "requests": [d.save(f"requests-{t}", asked[(t,)].drop("from"))]}
+            for t in exporters
+        ],
+        [{}] * len(exporters),
+    )
+
+    def imported(shard: int, use: str) -> list[StageOutput]:
+        """The rows exported to `shard` for `use`, in exporter order."""
+        return [o[label] for o in exported if (label := f"to-{shard:05d}/{use}") in o]
+
+    candidates = pl.DataFrame({"u": u, "v": v})
+    cut = np.searchsorted(near, np.arange(n_shards + 1))  # u ascends: a shard's pairs are a slice
+    verifying = [i for i in range(n_shards) if cut[i] < cut[i + 1]]
+    checked = d.map(
+        "dedup.verify",
+        [
+            {
+                **src_inputs[i],
+                "pairs": [d.save(f"pairs-{i}", candidates.slice(cut[i], cut[i + 1] - cut[i]))],
+                "imported": [o.kept for o in imported(i, "pairs")],
+                "imported_signatures": [o.state["signatures"] for o in imported(i, "pairs")],
+            }
+            for i in verifying
+        ],
+        [{}] * len(verifying),
+    )
+    decided = dict.fromkeys(dd.PAIR_COUNTERS, 0)
+    for c in checked:
+        for name in dd.PAIR_COUNTERS:
+            decided[name] += c["edges"].counters[name]
+    edges = pl.concat(
+        [pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})]
+        + [pl.read_parquet(c["edges"].kept) for c in checked]
+    )
+    eu, ev = edges.get_column("u").to_numpy(), edges.get_column("v").to_numpy()
     old_keys = pl.DataFrame()
     if old is not None:
         old_keys = old.select("key", "record_id", "content_hash").with_columns(
@@ -193,7 +216,7 @@ def dedup_shards(
     components = ds.clusters(eu, ev)
 
     # clusters of more than one record, or holding a published record, are decided here
-    nodes = first.join(counts, on="key").join(components, on="node", how="left")
+    nodes = first.join(components, on="node", how="left")
     nodes = nodes.with_columns(pl.col("cluster").fill_null(pl.col("node")))
     old_clusters = (
         old_keys.join(components.rename({"node": "v"}), on="v").select(
@@ -227,32 +250,23 @@ def dedup_shards(
     ).collect()
     verdicts = dd.decide_clusters(records, old_clusters, ("row", "shard", "local_row"))
 
-    # per shard: its rejects, and the run's first node rows of the keys it did not introduce
+    # per shard: its rejects, and its kept records' index rows
     empty_content = sum(rows) - sum(
         pl.scan_parquet(f.kept).select(pl.len()).collect().item() for f in feats
     )
     counters = {"empty_content": empty_content, "candidate_pairs": len(u), **decided}
     mine_by_shard = verdicts.partition_by("shard", as_dict=True, include_key=False)
-    # a kept record whose key another shard introduced takes that first node's index row;
-    # such a key has two records at least, so the record was decided above
-    kept = records.select("row", "shard", "key").join(
-        verdicts.filter(pl.col("_reason").is_null()).select("row"), on="row"
-    )
-    kept_by_shard = kept.partition_by("shard", as_dict=True, include_key=False)
-    no_keys = pl.DataFrame(schema={"key": pl.UInt64})
     apply_inputs, apply_params = [], []
     for i, (path, f) in enumerate(zip(shards, feats, strict=True)):
         mine = mine_by_shard.get((i,))
-        own = by_shard.get((i,), empty_ids)
-        theirs = kept_by_shard.get((i,), no_keys).join(own, on="key", how="anti")
-        foreign = _is_in(foreign_nodes, "key", theirs["key"])
         apply_inputs.append(
             {
                 "records": [path],
                 "features": [f.kept],
                 "nodes": [f.state["nodes"]],
                 "signatures": [f.state["signatures"]],
-                "foreign": [d.save(f"foreign-{i}", foreign)] if foreign.height else [],
+                "foreign": [o.kept for o in imported(i, "index")],
+                "foreign_signatures": [o.state["signatures"] for o in imported(i, "index")],
                 "decisions": [
                     d.save(f"decisions-{i}", mine.select("local_row", "_reason", "_duplicate_of"))
                 ]

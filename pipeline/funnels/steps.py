@@ -48,12 +48,25 @@ STEPS: dict[str, Step] = {
     "dedup.pairs": lambda cfg, f, p: dedup_shards.partition_pairs(
         f["buckets"], p["bits"], p["n_new"], cfg.dedup
     ),
+    "dedup.export": lambda cfg, f, p: dedup_shards.export_nodes(
+        f["nodes"], f["signatures"], f["ids"], f["requests"], cfg.dedup
+    ),
+    "dedup.verify": lambda cfg, f, p: dedup_shards.verify_pairs(
+        f["nodes"],
+        f["signatures"],
+        f["ids"],
+        f["imported"],
+        f["imported_signatures"],
+        f["pairs"],
+        cfg.dedup,
+    ),
     "dedup.apply": lambda cfg, f, p: dedup_shards.apply_decisions(
         f["records"],
         f["features"],
         f["nodes"],
         f["signatures"],
         f["foreign"],
+        f["foreign_signatures"],
         f["decisions"],
         cfg.dedup,
         p["counters"],

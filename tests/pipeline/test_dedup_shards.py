@@ -104,34 +104,58 @@ def test_sharded_dedup_equals_single_frame_on_sample_exports(repo: Path, tmp_pat
         _assert_same(single, _sharded(both, size, None, cfg, tmp_path / str(size)))
 
 
-def test_no_dedup_step_holds_every_record(repo: Path, tmp_path) -> None:
-    """Issue 14's bound: no dedup step reads the records of every shard at once, and the
-    bucket entries of a run over the partition budget are split among candidate steps."""
+def test_no_dedup_step_holds_every_record(repo: Path, tmp_path, monkeypatch) -> None:
+    """Issue 14's bound: no dedup step reads the records of every shard at once, the bucket
+    entries of a run over the partition budget are split among candidate steps, and the
+    driver between the steps reads no signature (pairs are verified in per-shard steps)."""
     cfg = PipelineConfig(execution={"dedup_partition_entries": 1024})
     root = repo / "sample_data" / "workorders"
     frame = _cleaned(discover_files(root, cfg.ingest), root, cfg)
     seen: list[tuple[str, dict[str, int]]] = []
+    driver_reads: list[str] = []
+    read_parquet = pl.read_parquet
+
+    def reading(source, *args, **kwargs):
+        driver_reads.append(Path(source).name)
+        return read_parquet(source, *args, **kwargs)
 
     class Recording(InProcess):
         def __call__(self, step, key, inputs, params):  # type: ignore[override]
             rows = {name: sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in paths)
                     for name, paths in inputs.items()}  # fmt: skip
             seen.append((step, rows))
-            return super().__call__(step, key, inputs, params)
+            monkeypatch.setattr(pl, "read_parquet", read_parquet)
+            try:
+                return super().__call__(step, key, inputs, params)
+            finally:
+                monkeypatch.setattr(pl, "read_parquet", reading)
 
     paths = []
     for i, lo in enumerate(range(0, frame.height, 8)):
         paths.append(str(tmp_path / f"shard-{i}.parquet"))
         frame.slice(lo, 8).write_parquet(paths[-1])
     work = tmp_path / "work"
+    monkeypatch.setattr(pl, "read_parquet", reading)
     dedup_shards(Recording(work, cfg), work, paths, None, cfg, ("test",))
-    apart = {"buckets", "signatures"}  # bucket entries; signature values, num_perm a node
+    monkeypatch.setattr(pl, "read_parquet", read_parquet)
+
+    signatures = {name for _, rows in seen for name in rows if name.endswith("signatures")}
+    apart = {"buckets", *signatures}  # bucket entries; signature values, num_perm a node
     records = [n for _, rows in seen for name, n in rows.items() if name not in apart]
     assert len(paths) > 2 and max(records) < frame.height
-    signatures = [rows["signatures"] for _, rows in seen if "signatures" in rows]
-    assert max(signatures) <= 8 * cfg.dedup.num_perm  # one shard's nodes
+    own = [rows["signatures"] for _, rows in seen if "signatures" in rows]
+    assert max(own) <= 8 * cfg.dedup.num_perm  # one shard's nodes
+    steps = {step for step, _ in seen}
+    assert {"dedup.export", "dedup.verify"} <= steps
+    for step, rows in seen:
+        if step == "dedup.verify":  # at most the far node of each pair
+            assert rows["imported"] <= rows["pairs"]
+            assert rows["imported_signatures"] == rows["imported"] * cfg.dedup.num_perm
+        if step == "dedup.apply":  # a node per key the shard holds but did not introduce
+            assert rows["foreign"] <= 8
     entries = [rows["buckets"] for step, rows in seen if step == "dedup.pairs"]
     assert len(entries) > 2 and max(entries) < sum(entries) / 2
+    assert driver_reads and not [name for name in driver_reads if "signatures" in name]
 
 
 def test_a_shard_without_records_changes_nothing(maintie, tmp_path) -> None:
