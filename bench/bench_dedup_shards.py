@@ -76,7 +76,7 @@ def worker_sharded(folder: Path, shard_rows: int) -> dict:
             return out
 
     t = time.perf_counter()
-    outputs = dedup_shards(Timed(work, cfg), work, paths, None, cfg, ("bench",))
+    outputs = dedup_shards(Timed(work, cfg), work, paths, [], cfg, ("bench",))
     wall = time.perf_counter() - t
     rejected = load_rejects(outputs).height
     shutil.rmtree(work, ignore_errors=True)

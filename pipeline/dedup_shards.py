@@ -2,9 +2,10 @@
 
 1. `shard_nodes` (per shard): each record's completeness features and node key, and the
    shard's distinct nodes (first record of each key) with signature, guard sets and evidence.
-2. `node_buckets` (per shard, and the published index): LSH bucket entries of the nodes the
-   shard introduces, as `pipeline.dedup._candidates` packs them with run-wide node ids,
-   split by their top bits into partitions (a bucket never spans two).
+   `index_nodes` (per part of the published index): the same for the published records.
+2. `node_buckets` (per shard, and per part of the published index): LSH bucket entries of
+   the nodes the shard introduces, as `pipeline.dedup._candidates` packs them with run-wide
+   node ids, split by their top bits into partitions (a bucket never spans two).
 3. `partition_pairs` (per partition): candidate pairs, as `_candidate_pairs` finds them.
 4. `export_nodes` (per source of nodes): the rows other shards asked for, one table per
    asking shard: the far node of each candidate pair a shard verifies, and the run's first
@@ -135,14 +136,19 @@ def shard_nodes(frame: pl.DataFrame | None, cfg: DedupConfig) -> dict[str, Stage
     return {"features": _side(recs, nodes=nodes, signatures=flat_signatures(sig[:n_rep]))}
 
 
-def index_nodes(index: pl.DataFrame, cfg: DedupConfig) -> pl.DataFrame:
-    """A published index's records as nodes (key, no records of this run)."""
+def index_nodes(index: pl.DataFrame | None, cfg: DedupConfig) -> dict[str, StageResult]:
+    """A part of the published index as nodes (key, no records of this run; record_id kept),
+    their signatures apart (`flat_signatures`, state `signatures`)."""
+    index = index if index is not None else pl.DataFrame(schema=index_schema(cfg.num_perm))
     key = dd._node_key(
         index.get_column("content_hash").to_numpy(),
         dd._set_hashes(index.get_column("codes")),
         index.get_column("machine_hash").to_numpy(),
     )
-    return index.with_columns(pl.Series("key", key), pl.lit(0, pl.Int64).alias("n_records"))
+    sig = flat_signatures(index.get_column("signature").to_numpy())
+    nodes = index.select(index_schema(cfg.num_perm).keys()).drop("signature")
+    nodes = nodes.with_columns(pl.Series("key", key), pl.lit(0, pl.Int64).alias("n_records"))
+    return {"nodes": _side(nodes, signatures=sig)}
 
 
 def partition_bits(n_nodes: int, budget: int, cfg: DedupConfig) -> int:

@@ -720,21 +720,22 @@ def test_manual_reject_payloads_are_redacted(tmp_path):
     assert "Wang Lei" not in payload
 
 
-def test_corrupt_state_ledger_is_one_line_and_publishes_nothing(tmp_path):
-    """A damaged ledger stops the run with one line naming it (no silent fresh start, which
-    would republish every file and lose the dedup index); LATEST keeps the last snapshot."""
+@pytest.mark.parametrize("table", ["ledger", "dedup_index"])
+def test_corrupt_state_table_is_one_line_and_publishes_nothing(tmp_path, table):
+    """A damaged ledger or dedup index stops the run with one line naming it (no silent fresh
+    start, which would republish every file and lose the dedup index); LATEST keeps the last
+    snapshot."""
     root = tmp_path / "in"
     root.mkdir()
     (root / "good.csv").write_text(GOOD_CSV, encoding="utf-8")
     out = tmp_path / "out"
     first = refresh("x", Sources(root, workorders=root), out, PipelineConfig())
-    ledger = out / "state" / first.path.name / "ledger.parquet"
-    ledger.write_bytes(b"PAR1 not really")
+    (out / "state" / first.path.name / f"{table}.parquet").write_bytes(b"PAR1 not really")
     (root / "more.csv").write_text(GOOD_CSV.replace("WO-", "WX-"), encoding="utf-8")
     with pytest.raises(PipelineError) as caught:
         refresh("x", Sources(root, workorders=root), out, PipelineConfig())
     message = str(caught.value)
-    assert "ledger.parquet" in message and "corpus state is damaged" in message
+    assert f"{table}.parquet" in message and "corpus state is damaged" in message
     assert "\n" not in message
     assert (out / "LATEST").read_text().strip() == first.path.name
 

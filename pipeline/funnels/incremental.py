@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.errors import StateError
 from pipeline.ingest.files import relative_path, sha256_file
@@ -58,11 +60,14 @@ def _read(paths: Path | list[Path], corpus: Path) -> pl.DataFrame:
     try:
         return pl.read_parquet(paths, hive_partitioning=False)
     except (OSError, pl.exceptions.PolarsError) as exc:
-        first = paths if isinstance(paths, Path) else paths[0]
-        raise StateError(
-            f"{first}: the corpus state is damaged ({' '.join(str(exc).split())[:160]}); "
-            f"restore it from a backup, or move {corpus} aside to rebuild from scratch"
-        ) from None
+        raise _damaged(paths if isinstance(paths, Path) else paths[0], exc, corpus) from None
+
+
+def _damaged(path: Path, exc: Exception, corpus: Path) -> StateError:
+    return StateError(
+        f"{path}: the corpus state is damaged ({' '.join(str(exc).split())[:160]}); "
+        f"restore it from a backup, or move {corpus} aside to rebuild from scratch"
+    )
 
 
 def state_table(state: Path | None, name: str) -> pl.DataFrame | None:
@@ -77,6 +82,28 @@ def carried_rows(
     """Rows of state table `name` that belong to the carried files (by `column`)."""
     table = state_table(state, name)
     return table.filter(pl.col(column).is_in(carried)) if table is not None else None
+
+
+def carried_parts(
+    state: Path | None, name: str, carried: list[str], folder: Path, rows: int
+) -> list[str]:
+    """The rows of state table `name` that belong to the carried files, read a batch of
+    `rows` at a time and written under `folder` in parts named by their bytes' sha256."""
+    path = state / f"{name}.parquet" if state else None
+    if path is None or not path.exists() or not carried:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = []
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=rows):
+            frame = pl.DataFrame(pl.from_arrow(batch)).filter(pl.col("source_file").is_in(carried))
+            if frame.height:
+                written = folder / f"{name}-part.parquet"
+                frame.write_parquet(written)
+                parts.append(str(written.rename(folder / f"{name}-{sha256_file(written)}.parquet")))
+    except (OSError, pa.ArrowException) as exc:
+        raise _damaged(path, exc, path.parent) from None
+    return parts
 
 
 def carried_published(

@@ -21,7 +21,13 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.funnels import alarm_logs, manuals, workorders
-from pipeline.funnels.incremental import FilePlan, carried_published, carried_rows, plan_files
+from pipeline.funnels.incremental import (
+    FilePlan,
+    carried_parts,
+    carried_published,
+    carried_rows,
+    plan_files,
+)
 from pipeline.funnels.keys import code_fingerprint, code_version, step_key
 from pipeline.funnels.quarantine import fail_if_strict, quarantine_rows
 from pipeline.funnels.sharded_dedup import dedup_shards
@@ -216,20 +222,21 @@ def _workorders(run: _Run, entries: list[InputEntry], root: Path) -> SourceRun:
         ]
     )
     outputs: list[StageOutput] = ingested + [o for c in cleaned for o in c.values()]
-    index = carried_rows(run.state, "dedup_index", todo.unchanged)
+    index = carried_parts(
+        run.state, "dedup_index", todo.unchanged, run.work / "carried", run.cfg.execution.shard_rows
+    )
     source = SourceRun(
         workorders.KIND,
         workorders.STAGE_ORDER,
         todo,
         carries_published=True,
-        state={"dedup_index": index} if index is not None else {},
+        state={"dedup_index": index} if index else {},
         quarantined=pl.concat(quarantined),
     )
     if ingested:
-        previous = index.drop("source_file") if index is not None else None
         filtered = [c["filter"].kept for c in cleaned]
         base = (*todo.unchanged, *run.base)
-        deduped = dedup_shards(run.runner, run.work, filtered, previous, run.cfg, base)
+        deduped = dedup_shards(run.runner, run.work, filtered, index, run.cfg, base)
         samples = run.runner.map(
             [
                 Call(
@@ -244,8 +251,7 @@ def _workorders(run: _Run, entries: list[InputEntry], root: Path) -> SourceRun:
         outputs += deduped + [o for s in samples for o in s.values()]
         source.sft = [s["render"].kept for s in samples]
         # written part by part: the carried rows, then each shard's kept records
-        carried = [index] if index is not None else []
-        source.state = {"dedup_index": carried + [d.state["index"] for d in deduped]}
+        source.state = {"dedup_index": index + [d.state["index"] for d in deduped]}
     source.outputs = outputs
     source.ledger = _ledger(run, plan, [o for o in ingested if "ledger" in o.state])
     return source

@@ -10,7 +10,6 @@ The result equals `pipeline.dedup.dedup` over the shards' records in order.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,14 +47,6 @@ class _Driver:
         return self.runner.map(calls)
 
 
-def _index_digest(index: pl.DataFrame | None) -> str:
-    """A fingerprint of the published index (a hash per row, then sha256 over them)."""
-    if index is None:
-        return "no index"
-    rows = index.hash_rows(seed=0).to_numpy()
-    return hashlib.sha256(rows.tobytes()).hexdigest() + str(index.schema)
-
-
 def _is_in(frame: pl.DataFrame, column: str, values: pl.Series | np.ndarray) -> pl.DataFrame:
     """Rows of `frame` whose `column` is one of `values` (a semi join)."""
     other = pl.DataFrame({column: values}).with_columns(pl.col(column).cast(frame.schema[column]))
@@ -89,16 +80,16 @@ def dedup_shards(
     runner: Runner,
     work: Path,
     shards: list[str],
-    index: pl.DataFrame | None,
+    index: list[str],
     cfg: PipelineConfig,
     base: tuple[str, ...],
 ) -> list[StageOutput]:
     """The dedup stage over `shards` (filtered records, in order) against the published
-    `index` (without `source_file`): one `dedup` output per shard, its state holding the
-    index rows of the shard's kept records."""
+    index, given in parts (Parquet files named by their content): one `dedup` output per
+    shard, its state holding the index rows of the shard's kept records."""
     if not shards:
         return []
-    run = step_key("dedup.run", *shards, _index_digest(index), *base)
+    run = step_key("dedup.run", *shards, *index, *base)
     d = _Driver(runner, work / "dedup", run[:24], base)
     dcfg = cfg.dedup
     n_shards = len(shards)
@@ -106,13 +97,20 @@ def dedup_shards(
         o["features"]
         for o in d.map("dedup.nodes", [{"records": [p]} for p in shards], [{}] * n_shards)
     ]
+    published = [
+        o["nodes"] for o in d.map("dedup.index", [{"index": [p]} for p in index], [{}] * len(index))
+    ]
     first, borrowed = _run_nodes([f.state["nodes"] for f in feats])
     n_new = first.height
-    old = ds.index_nodes(index, dcfg) if index is not None else None
-    n_old = old.height if old is not None else 0
+    # the published records' nodes follow the new ones: (key, node) of each
+    old_keys = pl.concat(
+        [pl.DataFrame(schema={"key": pl.UInt64})]
+        + [pl.read_parquet(o.kept, columns=["key"]) for o in published]
+    ).with_columns((n_new + pl.int_range(pl.len())).alias("v"))
+    n_old = old_keys.height
     bits = max((n_new + n_old - 1).bit_length(), 1)
 
-    # sources of nodes: each shard (the nodes it introduced), then the published index
+    # sources of nodes: each shard (the nodes it introduced), then each part of the index
     by_shard = first.select("shard", "local", "node").partition_by("shard", as_dict=True)
     empty_ids = pl.DataFrame(schema={"local": pl.Int64, "node": pl.Int64})
     src_inputs, sizes = [], []
@@ -126,15 +124,17 @@ def dedup_shards(
                 "ids": [d.save(f"ids-{i}", ids)],
             }
         )
-    if old is not None:
-        old_ids = pl.DataFrame({"local": np.arange(n_old), "node": n_new + np.arange(n_old)})
-        old_sig = ds.flat_signatures(old.get_column("signature").to_numpy())
-        sizes.append(n_old)
+    start = n_new
+    for j, o in enumerate(published):
+        size = pl.scan_parquet(o.kept).select(pl.len()).collect().item()
+        ids = pl.DataFrame({"local": np.arange(size), "node": start + np.arange(size)})
+        start += size
+        sizes.append(size)
         src_inputs.append(
             {
-                "nodes": [d.save("old-nodes", old.drop("record_id", "signature"))],
-                "signatures": [d.save("old-signatures", old_sig)],
-                "ids": [d.save("old-ids", old_ids)],
+                "nodes": [o.kept],
+                "signatures": [o.state["signatures"]],
+                "ids": [d.save(f"index-ids-{j}", ids)],
             }
         )
     rows = [pl.scan_parquet(p).select(pl.len()).collect().item() for p in shards]
@@ -204,33 +204,36 @@ def dedup_shards(
         + [pl.read_parquet(c["edges"].kept) for c in checked]
     )
     eu, ev = edges.get_column("u").to_numpy(), edges.get_column("v").to_numpy()
-    old_keys = pl.DataFrame()
-    if old is not None:
-        old_keys = old.select("key", "record_id", "content_hash").with_columns(
-            (n_new + pl.int_range(pl.len())).alias("v")
-        )
-        exact = first.select("key", pl.col("node").alias("u")).join(old_keys, on="key")
-        exact = exact.sort("u", "v")
-        eu = np.concatenate([eu, exact.get_column("u").to_numpy()])
-        ev = np.concatenate([ev, exact.get_column("v").to_numpy()])
+    exact = first.select("key", pl.col("node").alias("u")).join(old_keys, on="key")
+    exact = exact.sort("u", "v")
+    eu = np.concatenate([eu, exact.get_column("u").to_numpy()])
+    ev = np.concatenate([ev, exact.get_column("v").to_numpy()])
     components = ds.clusters(eu, ev)
 
     # clusters of more than one record, or holding a published record, are decided here
     nodes = first.join(components, on="node", how="left")
     nodes = nodes.with_columns(pl.col("cluster").fill_null(pl.col("node")))
-    old_clusters = (
-        old_keys.join(components.rename({"node": "v"}), on="v").select(
-            pl.col("record_id").alias("old_id"), "content_hash", "cluster"
-        )
-        if old is not None
-        else pl.DataFrame(
-            schema={"old_id": pl.String, "content_hash": pl.UInt64, "cluster": pl.Int64}
-        )
+    # the published records in those components: their record id and content hash
+    in_old = components.filter(pl.col("node") >= n_new)  # published nodes: ids from n_new on
+    old_clusters = pl.concat(
+        [pl.DataFrame(schema={"old_id": pl.String, "content_hash": pl.UInt64, "cluster": pl.Int64})]
+        + [
+            pl.read_parquet(o.kept, columns=["record_id", "content_hash"])
+            .with_row_index("local")
+            .join(
+                in_old.filter(pl.col("node").is_between(start, start + size - 1)).select(
+                    (pl.col("node") - start).cast(pl.UInt32).alias("local"), "cluster"
+                ),
+                on="local",
+            )
+            .select(pl.col("record_id").alias("old_id"), "content_hash", "cluster")
+            for o, start, size in zip(published, starts[n_shards:], sizes[n_shards:], strict=True)
+        ]
     )
-    sizes = nodes.group_by("cluster").agg(pl.col("n_records").sum().alias("size"))
+    size = nodes.group_by("cluster").agg(pl.col("n_records").sum().alias("size"))
     shared_clusters = pl.concat(
         [
-            sizes.filter(pl.col("size") > 1).get_column("cluster"),
+            size.filter(pl.col("size") > 1).get_column("cluster"),
             old_clusters.get_column("cluster"),
         ]
     ).unique()

@@ -42,6 +42,7 @@ STEPS: dict[str, Step] = {
     "workorders.clean": lambda cfg, f, p: workorders.clean(f["ingested"], cfg, p["names"]),
     "workorders.samples": lambda cfg, f, p: workorders.samples(f["kept"], cfg),
     "dedup.nodes": lambda cfg, f, p: dedup_shards.shard_nodes(f["records"], cfg.dedup),
+    "dedup.index": lambda cfg, f, p: dedup_shards.index_nodes(f["index"], cfg.dedup),
     "dedup.buckets": lambda cfg, f, p: dedup_shards.node_buckets(
         f["nodes"], f["signatures"], f["ids"], p["bits"], p["parts"], cfg.dedup
     ),

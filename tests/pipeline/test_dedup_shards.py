@@ -32,8 +32,12 @@ def _sharded(frame: pl.DataFrame, size: int, index: pl.DataFrame | None, cfg, tm
         path = tmp / f"shard-{i}.parquet"
         frame.slice(lo, size).write_parquet(path)
         paths.append(str(path))
+    parts = []  # the published index in three parts, as a refresh carries it
+    for j, lo in enumerate(range(0, index.height if index is not None else 0, 97)):
+        index.slice(lo, 97).write_parquet(tmp / f"index-{j}.parquet")
+        parts.append(str(tmp / f"index-{j}.parquet"))
     work = tmp / "work"
-    outputs = dedup_shards(in_process(work, cfg), work, paths, index, cfg, ("test",))
+    outputs = dedup_shards(in_process(work, cfg), work, paths, parts, cfg, ("test",))
     kept, rejects = load_kept(outputs), load_rejects(outputs)
     return kept, rejects, load_state(outputs, "index")
 
@@ -136,7 +140,7 @@ def test_no_dedup_step_holds_every_record(repo: Path, tmp_path, monkeypatch) -> 
         frame.slice(lo, 8).write_parquet(paths[-1])
     work = tmp_path / "work"
     monkeypatch.setattr(pl, "read_parquet", reading)
-    dedup_shards(Recording(work, cfg), work, paths, None, cfg, ("test",))
+    dedup_shards(Recording(work, cfg), work, paths, [], cfg, ("test",))
     monkeypatch.setattr(pl, "read_parquet", read_parquet)
 
     signatures = {name for _, rows in seen for name in rows if name.endswith("signatures")}
@@ -166,6 +170,6 @@ def test_a_shard_without_records_changes_nothing(maintie, tmp_path) -> None:
         paths.append(str(tmp_path / f"shard-{i}.parquet"))
         part.write_parquet(paths[-1])
     work = tmp_path / "work"
-    outputs = dedup_shards(in_process(work, cfg), work, paths, None, cfg, ("test",))
+    outputs = dedup_shards(in_process(work, cfg), work, paths, [], cfg, ("test",))
     sharded = load_kept(outputs), load_rejects(outputs), load_state(outputs, "index")
     _assert_same(_single(frame, None, cfg), sharded)
