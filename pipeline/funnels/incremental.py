@@ -106,12 +106,29 @@ def carried_parts(
     return parts
 
 
+def published_scan(
+    snapshot: Path | None, table: str, kind: str, carried: list[str]
+) -> pl.LazyFrame | None:
+    """Rows of `kind` from the carried files in a published table of `snapshot`, unread
+    (`collect_published` reads them)."""
+    files = sorted((snapshot / table).rglob("*.parquet")) if snapshot and carried else []
+    if not files:
+        return None
+    rows = pl.scan_parquet(files, hive_partitioning=False)
+    return rows.filter((pl.col("source_kind") == kind) & pl.col("source_file").is_in(carried))
+
+
+def collect_published(rows: pl.LazyFrame, snapshot: Path) -> pl.DataFrame:
+    """`rows` of a published snapshot; a damaged one stops the run in one line."""
+    try:
+        return rows.collect(engine="streaming")
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise _damaged(snapshot, exc, snapshot) from None
+
+
 def carried_published(
     snapshot: Path | None, table: str, kind: str, carried: list[str]
 ) -> pl.DataFrame | None:
     """Rows of `kind` from the carried files in a published table of `snapshot`."""
-    files = sorted((snapshot / table).rglob("*.parquet")) if snapshot and carried else []
-    if not files:
-        return None
-    rows = _read(files, snapshot)
-    return rows.filter((pl.col("source_kind") == kind) & pl.col("source_file").is_in(carried))
+    rows = published_scan(snapshot, table, kind, carried)
+    return collect_published(rows, snapshot) if rows is not None and snapshot else None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.funnels.incremental import carried_published, carried_rows
+from pipeline.funnels.incremental import carried_rows, collect_published, published_scan
 from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_counts, funnel
 from pipeline.plan import plan_snapshot
 from pipeline.publish import SnapshotWriter, TableStream, new_snapshot_id
@@ -74,16 +74,6 @@ def as_sft_rows(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def carried_samples(runs: list[SourceRun], previous: Path | None) -> list[pl.DataFrame]:
-    """Published samples of the unchanged files of the kinds that carry them."""
-    frames = [
-        carried_published(previous, "sft", r.kind, r.plan.unchanged)
-        for r in runs
-        if r.carries_published
-    ]
-    return [f for f in frames if f is not None]
-
-
 def publish_snapshot(
     flow_name: str,
     out: Path,
@@ -100,17 +90,15 @@ def publish_snapshot(
     alarm-log incidents), `rejected` the rejects from that stage on; the stages before it
     (alarm-log lines and events) are counted per stage and in `sources`."""
     carrying = [r for r in runs if r.carries_published]
+    rows = cfg.execution.shard_rows
     sft_pieces = [
-        *(_frame_piece(f) for f in carried_samples(runs, previous)),
+        *(p for r in carrying for p in _carried_pieces(previous, "sft", r, rows)),
         *(_path_piece(p) for r in runs for p in r.sft),
-    ]
-    previous_rejects = [
-        carried_published(previous, "rejects", r.kind, r.plan.unchanged) for r in carrying
     ]
     quarantined = pl.concat([empty_rejects(), *(r.quarantined for r in runs)])
     reject_pieces = [
         *(_path_piece(o.rejected) for r in runs for o in r.outputs),
-        *(_frame_piece(f) for f in previous_rejects if f is not None),
+        *(p for r in carrying for p in _carried_pieces(previous, "rejects", r, rows)),
         _frame_piece(quarantined),
         *(_frame_piece(f) for r in runs for f in r.side_rejects),
     ]
@@ -264,6 +252,35 @@ def _path_piece(path: str) -> _Piece | None:
     if keys.height == 0:
         return None
     return _Piece(*_bounds(keys), keys.height, lambda: pl.read_parquet(path))
+
+
+def _carried_pieces(previous: Path | None, table: str, run: SourceRun, rows: int) -> list[_Piece]:
+    """The rows a published `table` holds of the carried files of `run`'s kind: a piece per
+    file and range of `rows` source rows (and one for its rows without a source row), each
+    read from the published files when written."""
+    scan = published_scan(previous, table, run.kind, run.plan.unchanged)
+    if scan is None or previous is None:
+        return []
+    span = (pl.col("source_row") // rows).alias("span")
+    spans = collect_published(
+        scan.group_by("source_file", span).agg(
+            pl.col("source_row").min().alias("lo"),
+            pl.col("source_row").max().alias("hi"),
+            pl.len().alias("n"),
+        ),
+        previous,
+    )
+    pieces = []
+    for file, at, lo, hi, n in spans.sort("source_file", "span", nulls_last=False).iter_rows():
+        same = (pl.col("source_file") == file) & (span.is_null() if at is None else span == at)
+        first, last = (
+            (run.kind, file, -1 if lo is None else lo),
+            (run.kind, file, -1 if hi is None else hi),
+        )
+        pieces.append(
+            _Piece(first, last, n, lambda same=same: collect_published(scan.filter(same), previous))
+        )
+    return pieces
 
 
 def sorted_chunks(pieces: list[_Piece | None], order: tuple[str, ...]) -> Iterator[pl.DataFrame]:
