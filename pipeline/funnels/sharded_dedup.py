@@ -76,6 +76,131 @@ def _run_nodes(nodes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     return first.join(counts, on="key", maintain_order="left"), borrowed
 
 
+def _sources(
+    d: _Driver, feats: list[StageOutput], first: pl.DataFrame, published: list[StageOutput]
+) -> tuple[list[dict[str, list[str]]], list[int]]:
+    """Step inputs (nodes, signatures, ids: local row -> node) of each source of nodes, and
+    its node count: each shard (the nodes it introduced), then each part of the index, whose
+    nodes follow the new ones. A source's nodes have consecutive ids."""
+    by_shard = first.select("shard", "local", "node").partition_by("shard", as_dict=True)
+    empty_ids = pl.DataFrame(schema={"local": pl.Int64, "node": pl.Int64})
+    src_inputs, sizes = [], []
+    for i, f in enumerate(feats):
+        ids = by_shard.pop((i,), empty_ids).drop("shard", strict=False)
+        sizes.append(ids.height)
+        src_inputs.append(
+            {
+                "nodes": [f.state["nodes"]],
+                "signatures": [f.state["signatures"]],
+                "ids": [d.save(f"ids-{i}", ids)],
+            }
+        )
+    start = first.height
+    for j, o in enumerate(published):
+        size = pl.scan_parquet(o.kept).select(pl.len()).collect().item()
+        ids = pl.DataFrame({"local": np.arange(size), "node": start + np.arange(size)})
+        start += size
+        sizes.append(size)
+        src_inputs.append(
+            {
+                "nodes": [o.kept],
+                "signatures": [o.state["signatures"]],
+                "ids": [d.save(f"index-ids-{j}", ids)],
+            }
+        )
+    return src_inputs, sizes
+
+
+def _imported(exported: list[dict[str, StageOutput]], shard: int, use: str) -> list[StageOutput]:
+    """The rows exported to `shard` for `use` (pairs, index), in exporter order."""
+    return [o[label] for o in exported if (label := f"to-{shard:05d}/{use}") in o]
+
+
+def _verify(
+    d: _Driver,
+    src_inputs: list[dict[str, list[str]]],
+    sizes: list[int],
+    borrowed: pl.DataFrame,
+    u: np.ndarray,
+    v: np.ndarray,
+    n_shards: int,
+) -> tuple[np.ndarray, np.ndarray, dict[str, int], list[dict[str, StageOutput]]]:
+    """The verified edges among the candidate pairs (u < v, ascending), the verdict counters,
+    and the rows each source exported. Each shard verifies the pairs whose smaller node it
+    introduced, on its own nodes and the rows other sources export to it: the far node of
+    such a pair; the `borrowed` requests (the first node of each key a shard holds but did
+    not introduce: its records' index row) are exported in the same steps."""
+    starts = np.cumsum([0, *sizes])[:-1]
+    near, far = np.searchsorted(starts, u, "right") - 1, np.searchsorted(starts, v, "right") - 1
+    apart = near != far
+    requests = pl.concat(
+        [
+            pl.DataFrame({"from": far[apart], "node": v[apart], "to": near[apart]}).with_columns(
+                use=pl.lit("pairs")
+            ),
+            borrowed,
+        ]
+    )
+    asked = requests.unique().sort("to", "node").partition_by("from", as_dict=True)
+    exporters = sorted(t for (t,) in asked)
+    exported = d.map(
+        "dedup.export",
+        [
+            {**src_inputs[t], "requests": [d.save(f"requests-{t}", asked[(t,)].drop("from"))]}
+            for t in exporters
+        ],
+        [{}] * len(exporters),
+    )
+    candidates = pl.DataFrame({"u": u, "v": v})
+    cut = np.searchsorted(near, np.arange(n_shards + 1))  # u ascends: a shard's pairs are a slice
+    verifying = [i for i in range(n_shards) if cut[i] < cut[i + 1]]
+    checked = d.map(
+        "dedup.verify",
+        [
+            {
+                **src_inputs[i],
+                "pairs": [d.save(f"pairs-{i}", candidates.slice(cut[i], cut[i + 1] - cut[i]))],
+                "imported": [o.kept for o in _imported(exported, i, "pairs")],
+                "imported_signatures": [
+                    o.state["signatures"] for o in _imported(exported, i, "pairs")
+                ],
+            }
+            for i in verifying
+        ],
+        [{}] * len(verifying),
+    )
+    decided = dict.fromkeys(dd.PAIR_COUNTERS, 0)
+    for c in checked:
+        for name in dd.PAIR_COUNTERS:
+            decided[name] += c["edges"].counters[name]
+    edges = pl.concat(
+        [pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})]
+        + [pl.read_parquet(c["edges"].kept) for c in checked]
+    )
+    return edges["u"].to_numpy(), edges["v"].to_numpy(), decided, exported
+
+
+def _published_clusters(
+    components: pl.DataFrame, published: list[StageOutput], sizes: list[int], start: int
+) -> pl.DataFrame:
+    """(old_id, content_hash, cluster) of the published records in `components` (node,
+    cluster); the index parts' nodes are numbered from `start` on, `sizes` nodes each."""
+    frames = [
+        pl.DataFrame(schema={"old_id": pl.String, "content_hash": pl.UInt64, "cluster": pl.Int64})
+    ]
+    for o, size in zip(published, sizes, strict=True):
+        mine = components.filter(pl.col("node").is_between(start, start + size - 1))
+        local = mine.select((pl.col("node") - start).cast(pl.UInt32).alias("local"), "cluster")
+        frames.append(
+            pl.read_parquet(o.kept, columns=["record_id", "content_hash"])
+            .with_row_index("local")
+            .join(local, on="local")
+            .select(pl.col("record_id").alias("old_id"), "content_hash", "cluster")
+        )
+        start += size
+    return pl.concat(frames)
+
+
 def dedup_shards(
     runner: Runner,
     work: Path,
@@ -110,33 +235,7 @@ def dedup_shards(
     n_old = old_keys.height
     bits = max((n_new + n_old - 1).bit_length(), 1)
 
-    # sources of nodes: each shard (the nodes it introduced), then each part of the index
-    by_shard = first.select("shard", "local", "node").partition_by("shard", as_dict=True)
-    empty_ids = pl.DataFrame(schema={"local": pl.Int64, "node": pl.Int64})
-    src_inputs, sizes = [], []
-    for i, f in enumerate(feats):
-        ids = by_shard.pop((i,), empty_ids).drop("shard", strict=False)
-        sizes.append(ids.height)
-        src_inputs.append(
-            {
-                "nodes": [f.state["nodes"]],
-                "signatures": [f.state["signatures"]],
-                "ids": [d.save(f"ids-{i}", ids)],
-            }
-        )
-    start = n_new
-    for j, o in enumerate(published):
-        size = pl.scan_parquet(o.kept).select(pl.len()).collect().item()
-        ids = pl.DataFrame({"local": np.arange(size), "node": start + np.arange(size)})
-        start += size
-        sizes.append(size)
-        src_inputs.append(
-            {
-                "nodes": [o.kept],
-                "signatures": [o.state["signatures"]],
-                "ids": [d.save(f"index-ids-{j}", ids)],
-            }
-        )
+    src_inputs, sizes = _sources(d, feats, first, published)
     rows = [pl.scan_parquet(p).select(pl.len()).collect().item() for p in shards]
     parts = ds.partition_bits(n_new + n_old, cfg.execution.dedup_partition_entries, dcfg)
     params = {"bits": bits, "parts": parts}
@@ -149,61 +248,7 @@ def dedup_shards(
     )
     u, v = ds.candidate_pairs([pl.read_parquet(p["pairs"].kept) for p in pairs])
 
-    # Each shard verifies the pairs whose smaller node it introduced, on its own nodes and
-    # the rows other sources export to it: the far node of such a pair, and the run's first
-    # node of each key the shard holds but did not introduce (its records' index row).
-    # A source's nodes have consecutive ids: the shards' in shard order, then the index's.
-    starts = np.cumsum([0, *sizes])[:-1]
-    near, far = np.searchsorted(starts, u, "right") - 1, np.searchsorted(starts, v, "right") - 1
-    apart = near != far
-    requests = pl.concat(
-        [
-            pl.DataFrame({"from": far[apart], "node": v[apart], "to": near[apart]}).with_columns(
-                use=pl.lit("pairs")
-            ),
-            borrowed,
-        ]
-    )
-    asked = requests.unique().sort("to", "node").partition_by("from", as_dict=True)
-    exporters = sorted(t for (t,) in asked)
-    exported = d.map(
-        "dedup.export",
-        [
-            {**src_inputs[t], "requests": [d.save(f"requests-{t}", asked[(t,)].drop("from"))]}
-            for t in exporters
-        ],
-        [{}] * len(exporters),
-    )
-
-    def imported(shard: int, use: str) -> list[StageOutput]:
-        """The rows exported to `shard` for `use`, in exporter order."""
-        return [o[label] for o in exported if (label := f"to-{shard:05d}/{use}") in o]
-
-    candidates = pl.DataFrame({"u": u, "v": v})
-    cut = np.searchsorted(near, np.arange(n_shards + 1))  # u ascends: a shard's pairs are a slice
-    verifying = [i for i in range(n_shards) if cut[i] < cut[i + 1]]
-    checked = d.map(
-        "dedup.verify",
-        [
-            {
-                **src_inputs[i],
-                "pairs": [d.save(f"pairs-{i}", candidates.slice(cut[i], cut[i + 1] - cut[i]))],
-                "imported": [o.kept for o in imported(i, "pairs")],
-                "imported_signatures": [o.state["signatures"] for o in imported(i, "pairs")],
-            }
-            for i in verifying
-        ],
-        [{}] * len(verifying),
-    )
-    decided = dict.fromkeys(dd.PAIR_COUNTERS, 0)
-    for c in checked:
-        for name in dd.PAIR_COUNTERS:
-            decided[name] += c["edges"].counters[name]
-    edges = pl.concat(
-        [pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})]
-        + [pl.read_parquet(c["edges"].kept) for c in checked]
-    )
-    eu, ev = edges.get_column("u").to_numpy(), edges.get_column("v").to_numpy()
+    eu, ev, decided, exported = _verify(d, src_inputs, sizes, borrowed, u, v, n_shards)
     exact = first.select("key", pl.col("node").alias("u")).join(old_keys, on="key")
     exact = exact.sort("u", "v")
     eu = np.concatenate([eu, exact.get_column("u").to_numpy()])
@@ -213,27 +258,11 @@ def dedup_shards(
     # clusters of more than one record, or holding a published record, are decided here
     nodes = first.join(components, on="node", how="left")
     nodes = nodes.with_columns(pl.col("cluster").fill_null(pl.col("node")))
-    # the published records in those components: their record id and content hash
-    in_old = components.filter(pl.col("node") >= n_new)  # published nodes: ids from n_new on
-    old_clusters = pl.concat(
-        [pl.DataFrame(schema={"old_id": pl.String, "content_hash": pl.UInt64, "cluster": pl.Int64})]
-        + [
-            pl.read_parquet(o.kept, columns=["record_id", "content_hash"])
-            .with_row_index("local")
-            .join(
-                in_old.filter(pl.col("node").is_between(start, start + size - 1)).select(
-                    (pl.col("node") - start).cast(pl.UInt32).alias("local"), "cluster"
-                ),
-                on="local",
-            )
-            .select(pl.col("record_id").alias("old_id"), "content_hash", "cluster")
-            for o, start, size in zip(published, starts[n_shards:], sizes[n_shards:], strict=True)
-        ]
-    )
-    size = nodes.group_by("cluster").agg(pl.col("n_records").sum().alias("size"))
+    old_clusters = _published_clusters(components, published, sizes[n_shards:], n_new)
+    sizes = nodes.group_by("cluster").agg(pl.col("n_records").sum().alias("size"))
     shared_clusters = pl.concat(
         [
-            size.filter(pl.col("size") > 1).get_column("cluster"),
+            sizes.filter(pl.col("size") > 1).get_column("cluster"),
             old_clusters.get_column("cluster"),
         ]
     ).unique()
@@ -268,8 +297,10 @@ def dedup_shards(
                 "features": [f.kept],
                 "nodes": [f.state["nodes"]],
                 "signatures": [f.state["signatures"]],
-                "foreign": [o.kept for o in imported(i, "index")],
-                "foreign_signatures": [o.state["signatures"] for o in imported(i, "index")],
+                "foreign": [o.kept for o in _imported(exported, i, "index")],
+                "foreign_signatures": [
+                    o.state["signatures"] for o in _imported(exported, i, "index")
+                ],
                 "decisions": [
                     d.save(f"decisions-{i}", mine.select("local_row", "_reason", "_duplicate_of"))
                 ]
