@@ -201,23 +201,37 @@ def node_buckets(
 
 
 def partition_pairs(
-    buckets: pl.DataFrame | None, bits: int, n_new: int, cfg: DedupConfig
+    buckets: pl.DataFrame | None, bits: int, starts: list[int], n_new: int, cfg: DedupConfig
 ) -> dict[str, StageResult]:
-    """Candidate pairs (u < v, node ids) of one partition's bucket entries."""
+    """Candidate pairs (u < v, node ids) of one partition's bucket entries, routed to the
+    shard that verifies them (the source of u; source k's nodes are numbered from
+    `starts[k]` on): `to-<shard>/pairs`; and the far nodes that shard asks other sources for
+    (node, to, use): `from-<source>/requests`."""
     packed = (
         buckets.get_column("packed").to_numpy().copy()
         if buckets is not None
         else np.empty(0, dtype=np.uint64)
     )
     u, v = dd._candidate_pairs(packed, np.uint64(bits), cfg.pair_window, n_new)
-    return {"pairs": _side(pl.DataFrame({"u": u, "v": v}, schema={"u": pl.Int64, "v": pl.Int64}))}
+    pairs = pl.DataFrame(
+        {"u": u, "v": v, "to": source_of(u, starts), "from": source_of(v, starts)},
+        schema={"u": pl.Int64, "v": pl.Int64, "to": pl.Int64, "from": pl.Int64},
+    )
+    out = {
+        f"to-{to:05d}/pairs": _side(rows.select("u", "v"))
+        for (to,), rows in pairs.partition_by("to", as_dict=True).items()
+    }
+    far = pairs.filter(pl.col("from") != pl.col("to"))
+    far = far.select("from", pl.col("v").alias("node"), "to", use=pl.lit("pairs")).unique()
+    for (source,), rows in far.partition_by("from", as_dict=True).items():
+        out[f"from-{source:05d}/requests"] = _side(rows.drop("from"))
+    return out
 
 
-def candidate_pairs(parts: list[pl.DataFrame]) -> tuple[np.ndarray, np.ndarray]:
-    """The partitions' pairs, distinct and ascending, as `_candidate_pairs` gives them."""
-    both = pl.concat(parts)
-    key = dd._pair_keys(both.get_column("u").to_numpy(), both.get_column("v").to_numpy())
-    return (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
+def source_of(node: np.ndarray, starts: list[int]) -> np.ndarray:
+    """The source (shard, then part of the published index) of each node id; source k's
+    nodes are numbered from `starts[k]` on (an empty source starts where the next does)."""
+    return np.searchsorted(np.asarray(starts, dtype=np.int64), node, "right") - 1
 
 
 def _numbered(nodes: pl.DataFrame, ids: pl.DataFrame) -> pl.DataFrame:
@@ -237,15 +251,19 @@ def export_nodes(
     requests: pl.DataFrame,
     cfg: DedupConfig,
 ) -> dict[str, StageResult]:
-    """The rows of the nodes asked for (`requests`: node, to, use; sorted by `to` then
-    `node`), one `to-<shard>/<use>` per asking shard and use: the node's id and columns,
-    with its signature apart (`flat_signatures`, state `signatures`)."""
+    """The rows of the nodes asked for (`requests`: node, to, use), one `to-<shard>/<use>`
+    per asking shard and use, in node order: the node's id and columns, with its signature
+    apart (`flat_signatures`, state `signatures`)."""
+    requests = requests.unique().sort("to", "use", "node")
     asked = _numbered(nodes, ids).join(requests, on="node", maintain_order="right")
     sig = signature_rows(signatures, cfg)
     out = {}
     for (to, use), rows in asked.partition_by("to", "use", as_dict=True).items():
         picked = flat_signatures(sig[rows.get_column("local").to_numpy()])
-        out[f"to-{to:05d}/{use}"] = _side(rows.drop("local", "to", "use"), signatures=picked)
+        rows = rows.drop("local", "to", "use")
+        out[f"to-{to:05d}/{use}"] = StageResult(
+            rows, empty_rejects(), {"rows": rows.height}, {"signatures": picked}
+        )
     return out
 
 
@@ -256,11 +274,18 @@ def verify_pairs(
     imported: pl.DataFrame | None,
     imported_signatures: pl.DataFrame | None,
     pairs: pl.DataFrame,
+    sources: list[int],
+    starts: list[int],
     cfg: DedupConfig,
 ) -> dict[str, StageResult]:
-    """The verified `edges` (u < v) among candidate `pairs` whose nodes are the shard's own
-    (`ids`: local -> node) or `imported` (`export_nodes` rows), and the verdict counters."""
-    u, v = pairs.get_column("u").to_numpy(), pairs.get_column("v").to_numpy()
+    """The verified `edges` (u < v) among the candidate `pairs` routed to the shard (several
+    partitions may find one pair) whose far node is in one of `sources` (see `source_of`),
+    on the shard's own nodes (`ids`: local -> node) and the `imported` rows of those
+    sources; and the counters: distinct candidate pairs and the verdicts."""
+    key = dd._pair_keys(pairs.get_column("u").to_numpy(), pairs.get_column("v").to_numpy())
+    u, v = (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
+    mine = np.isin(source_of(v, starts), sources)
+    u, v = u[mine], v[mine]
     wanted = pl.DataFrame({"node": np.unique(np.concatenate([u, v]))})
     own = _numbered(nodes, ids).join(wanted, on="node", how="semi", maintain_order="left")
     local = own.get_column("local").to_numpy()
@@ -288,7 +313,7 @@ def verify_pairs(
     edges = pl.DataFrame(
         {"u": node[out.pop("u")], "v": node[out.pop("v")]}, schema={"u": pl.Int64, "v": pl.Int64}
     )
-    return {"edges": StageResult(edges, empty_rejects(), out)}
+    return {"edges": StageResult(edges, empty_rejects(), {"candidate_pairs": len(u), **out})}
 
 
 def clusters(u: np.ndarray, v: np.ndarray) -> pl.DataFrame:

@@ -111,73 +111,78 @@ def _sources(
     return src_inputs, sizes
 
 
-def _imported(exported: list[dict[str, StageOutput]], shard: int, use: str) -> list[StageOutput]:
-    """The rows exported to `shard` for `use` (pairs, index), in exporter order."""
-    return [o[label] for o in exported if (label := f"to-{shard:05d}/{use}") in o]
+def _labelled(outputs: list[dict[str, StageOutput]], label: str) -> list[StageOutput]:
+    """The outputs named `label` of the steps that have one, in step order."""
+    return [o[label] for o in outputs if label in o]
+
+
+def _import_groups(shard: int, imports: dict[int, StageOutput], budget: int) -> list[list[int]]:
+    """The sources whose pairs with `shard` one verify step decides: the shard's own first,
+    then the exporters in order, at most about `budget` imported rows a step."""
+    groups, rows = [[shard]], 0
+    for source, out in sorted(imports.items()):
+        n = out.counters["rows"]
+        if rows and rows + n > budget:
+            groups.append([])
+            rows = 0
+        groups[-1].append(source)
+        rows += n
+    return groups
 
 
 def _verify(
     d: _Driver,
     src_inputs: list[dict[str, list[str]]],
-    sizes: list[int],
+    pairs: list[dict[str, StageOutput]],
     borrowed: pl.DataFrame,
-    u: np.ndarray,
-    v: np.ndarray,
-    n_shards: int,
+    starts: list[int],
+    budget: int,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, int], list[dict[str, StageOutput]]]:
-    """The verified edges among the candidate pairs (u < v, ascending), the verdict counters,
-    and the rows each source exported. Each shard verifies the pairs whose smaller node it
-    introduced, on its own nodes and the rows other sources export to it: the far node of
-    such a pair; the `borrowed` requests (the first node of each key a shard holds but did
-    not introduce: its records' index row) are exported in the same steps."""
-    starts = np.cumsum([0, *sizes])[:-1]
-    near, far = np.searchsorted(starts, u, "right") - 1, np.searchsorted(starts, v, "right") - 1
-    apart = near != far
-    requests = pl.concat(
-        [
-            pl.DataFrame({"from": far[apart], "node": v[apart], "to": near[apart]}).with_columns(
-                use=pl.lit("pairs")
-            ),
-            borrowed,
-        ]
-    )
-    asked = requests.unique().sort("to", "node").partition_by("from", as_dict=True)
-    exporters = sorted(t for (t,) in asked)
+    """The verified edges among the candidate `pairs` (routed by the pair steps), the
+    counters, and the rows each source exported. Each shard verifies the pairs whose smaller
+    node it introduced, on its own nodes and the rows other sources export to it: the far
+    node of such a pair, as the pair steps asked; the `borrowed` requests (the first node of
+    each key a shard holds but did not introduce: its records' index row) go to the same
+    export steps."""
+    by_source = borrowed.partition_by("from", as_dict=True, include_key=False)
+    requests = [
+        [o.kept for o in _labelled(pairs, f"from-{t:05d}/requests")]
+        + ([d.save(f"borrowed-{t}", by_source[(t,)])] if (t,) in by_source else [])
+        for t in range(len(src_inputs))
+    ]
+    exporters = [t for t, asked in enumerate(requests) if asked]
     exported = d.map(
         "dedup.export",
-        [
-            {**src_inputs[t], "requests": [d.save(f"requests-{t}", asked[(t,)].drop("from"))]}
-            for t in exporters
-        ],
+        [{**src_inputs[t], "requests": requests[t]} for t in exporters],
         [{}] * len(exporters),
     )
-    candidates = pl.DataFrame({"u": u, "v": v})
-    cut = np.searchsorted(near, np.arange(n_shards + 1))  # u ascends: a shard's pairs are a slice
-    verifying = [i for i in range(n_shards) if cut[i] < cut[i + 1]]
-    checked = d.map(
-        "dedup.verify",
-        [
-            {
-                **src_inputs[i],
-                "pairs": [d.save(f"pairs-{i}", candidates.slice(cut[i], cut[i + 1] - cut[i]))],
-                "imported": [o.kept for o in _imported(exported, i, "pairs")],
-                "imported_signatures": [
-                    o.state["signatures"] for o in _imported(exported, i, "pairs")
-                ],
-            }
-            for i in verifying
-        ],
-        [{}] * len(verifying),
-    )
-    decided = dict.fromkeys(dd.PAIR_COUNTERS, 0)
+    calls, params = [], []
+    for i in range(len(src_inputs)):  # a published record is never a pair's smaller node
+        label = f"to-{i:05d}/pairs"
+        routed = [o.kept for o in _labelled(pairs, label)]
+        imports = {t: o[label] for t, o in zip(exporters, exported, strict=True) if label in o}
+        for group in _import_groups(i, imports, budget) if routed else []:
+            calls.append(
+                {
+                    **src_inputs[i],
+                    "pairs": routed,
+                    "imported": [imports[t].kept for t in group if t in imports],
+                    "imported_signatures": [
+                        imports[t].state["signatures"] for t in group if t in imports
+                    ],
+                }
+            )
+            params.append({"sources": group, "starts": starts})
+    checked = d.map("dedup.verify", calls, params)
+    counters = dict.fromkeys(("candidate_pairs", *dd.PAIR_COUNTERS), 0)
     for c in checked:
-        for name in dd.PAIR_COUNTERS:
-            decided[name] += c["edges"].counters[name]
+        for name in counters:
+            counters[name] += c["edges"].counters[name]
     edges = pl.concat(
         [pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})]
         + [pl.read_parquet(c["edges"].kept) for c in checked]
     )
-    return edges["u"].to_numpy(), edges["v"].to_numpy(), decided, exported
+    return edges["u"].to_numpy(), edges["v"].to_numpy(), counters, exported
 
 
 def _published_clusters(
@@ -241,14 +246,14 @@ def dedup_shards(
     params = {"bits": bits, "parts": parts}
     buckets = d.map("dedup.buckets", src_inputs, [params] * len(src_inputs))
     labels = [f"part-{k:05d}/buckets" for k in range(1 << parts)]
+    starts = np.cumsum([0, *sizes])[:-1].tolist()
     pairs = d.map(
         "dedup.pairs",
         [{"buckets": [b[label].kept for b in buckets]} for label in labels],
-        [{"bits": bits, "n_new": n_new}] * len(labels),
+        [{"bits": bits, "starts": starts, "n_new": n_new}] * len(labels),
     )
-    u, v = ds.candidate_pairs([pl.read_parquet(p["pairs"].kept) for p in pairs])
-
-    eu, ev, decided, exported = _verify(d, src_inputs, sizes, borrowed, u, v, n_shards)
+    budget = cfg.execution.shard_rows
+    eu, ev, decided, exported = _verify(d, src_inputs, pairs, borrowed, starts, budget)
     exact = first.select("key", pl.col("node").alias("u")).join(old_keys, on="key")
     exact = exact.sort("u", "v")
     eu = np.concatenate([eu, exact.get_column("u").to_numpy()])
@@ -286,7 +291,7 @@ def dedup_shards(
     empty_content = sum(rows) - sum(
         pl.scan_parquet(f.kept).select(pl.len()).collect().item() for f in feats
     )
-    counters = {"empty_content": empty_content, "candidate_pairs": len(u), **decided}
+    counters = {"empty_content": empty_content, **decided}
     mine_by_shard = verdicts.partition_by("shard", as_dict=True, include_key=False)
     apply_inputs, apply_params = [], []
     for i, (path, f) in enumerate(zip(shards, feats, strict=True)):
@@ -297,9 +302,9 @@ def dedup_shards(
                 "features": [f.kept],
                 "nodes": [f.state["nodes"]],
                 "signatures": [f.state["signatures"]],
-                "foreign": [o.kept for o in _imported(exported, i, "index")],
+                "foreign": [o.kept for o in _labelled(exported, f"to-{i:05d}/index")],
                 "foreign_signatures": [
-                    o.state["signatures"] for o in _imported(exported, i, "index")
+                    o.state["signatures"] for o in _labelled(exported, f"to-{i:05d}/index")
                 ],
                 "decisions": [
                     d.save(f"decisions-{i}", mine.select("local_row", "_reason", "_duplicate_of"))

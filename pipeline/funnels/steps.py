@@ -47,7 +47,7 @@ STEPS: dict[str, Step] = {
         f["nodes"], f["signatures"], f["ids"], p["bits"], p["parts"], cfg.dedup
     ),
     "dedup.pairs": lambda cfg, f, p: dedup_shards.partition_pairs(
-        f["buckets"], p["bits"], p["n_new"], cfg.dedup
+        f["buckets"], p["bits"], p["starts"], p["n_new"], cfg.dedup
     ),
     "dedup.export": lambda cfg, f, p: dedup_shards.export_nodes(
         f["nodes"], f["signatures"], f["ids"], f["requests"], cfg.dedup
@@ -59,6 +59,8 @@ STEPS: dict[str, Step] = {
         f["imported"],
         f["imported_signatures"],
         f["pairs"],
+        p["sources"],
+        p["starts"],
         cfg.dedup,
     ),
     "dedup.apply": lambda cfg, f, p: dedup_shards.apply_decisions(

@@ -37,9 +37,24 @@ def _sharded(frame: pl.DataFrame, size: int, index: pl.DataFrame | None, cfg, tm
         index.slice(lo, 97).write_parquet(tmp / f"index-{j}.parquet")
         parts.append(str(tmp / f"index-{j}.parquet"))
     work = tmp / "work"
-    outputs = dedup_shards(in_process(work, cfg), work, paths, parts, cfg, ("test",))
+    runner = Recording(work, cfg)
+    outputs = dedup_shards(runner, work, paths, parts, cfg, ("test",))
     kept, rejects = load_kept(outputs), load_rejects(outputs)
-    return kept, rejects, load_state(outputs, "index")
+    return kept, rejects, load_state(outputs, "index"), runner.seen
+
+
+class Recording(InProcess):
+    """The in-process runner, noting each step and its inputs' row counts."""
+
+    def __init__(self, work: Path, cfg: PipelineConfig) -> None:
+        super().__init__(work, cfg)
+        object.__setattr__(self, "seen", [])
+
+    def __call__(self, step, key, inputs, params):  # type: ignore[override]
+        rows = {name: sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in paths)
+                for name, paths in inputs.items()}  # fmt: skip
+        self.seen.append((step, rows))
+        return super().__call__(step, key, inputs, params)
 
 
 def _single(frame: pl.DataFrame, index: pl.DataFrame | None, cfg: PipelineConfig):
@@ -49,7 +64,7 @@ def _single(frame: pl.DataFrame, index: pl.DataFrame | None, cfg: PipelineConfig
 
 
 def _assert_same(single, sharded) -> None:
-    for one, many in zip(single, sharded, strict=True):
+    for one, many in zip(single, sharded[:3], strict=True):
         assert one.columns == many.columns
         assert one.equals(many), (one, many)
 
@@ -62,22 +77,31 @@ def maintie(external: Path, repo: Path) -> tuple[pl.DataFrame, PipelineConfig]:
     return _cleaned(discover_files(root, cfg.ingest), root, cfg), cfg
 
 
-def _budget(cfg: PipelineConfig, entries: int) -> PipelineConfig:
-    """`cfg` with at most about `entries` bucket entries per candidate-pair partition."""
-    execution = cfg.execution.model_copy(update={"dedup_partition_entries": entries})
-    return cfg.model_copy(update={"execution": execution})
+def _budget(cfg: PipelineConfig, entries: int, rows: int = 250_000) -> PipelineConfig:
+    """`cfg` with at most about `entries` bucket entries per candidate-pair partition, and
+    about `rows` imported rows per verify step (`shard_rows`)."""
+    update = {"dedup_partition_entries": entries, "shard_rows": rows}
+    return cfg.model_copy(update={"execution": cfg.execution.model_copy(update=update)})
 
 
-@pytest.mark.parametrize(("size", "entries"), [(37, 1024), (200, 1 << 25), (100_000, 4096)])
+@pytest.mark.parametrize(
+    ("size", "entries", "rows"), [(37, 1024, 5), (200, 1 << 25, 250_000), (100_000, 4096, 1)]
+)
 def test_sharded_dedup_equals_single_frame_on_real_work_orders(
-    maintie, size, entries, tmp_path
+    maintie, size, entries, rows, tmp_path
 ) -> None:
     frame, cfg = maintie
-    cfg = _budget(cfg, entries)
+    cfg = _budget(cfg, entries, rows)
     single = _single(frame, None, cfg)
     assert single[1].height > 10  # the corpus really has duplicates
     assert set(single[1]["reason"]) == {"exact_dup", "near_dup"}
-    _assert_same(single, _sharded(frame, size, None, cfg, tmp_path))
+    sharded = _sharded(frame, size, None, cfg, tmp_path)
+    _assert_same(single, sharded)
+    verify = [inputs for step, inputs in sharded[3] if step == "dedup.verify"]
+    # a step imports about `rows` far nodes at most (more only from one source of `size`)
+    assert max(inputs["imported"] for inputs in verify) <= rows + size
+    if rows < size < frame.height:
+        assert len(verify) > -(-frame.height // size)  # a shard's pairs in several steps
 
 
 def test_sharded_dedup_checks_against_a_published_index(maintie, tmp_path) -> None:
@@ -111,23 +135,20 @@ def test_sharded_dedup_equals_single_frame_on_sample_exports(repo: Path, tmp_pat
 def test_no_dedup_step_holds_every_record(repo: Path, tmp_path, monkeypatch) -> None:
     """Issue 14's bound: no dedup step reads the records of every shard at once, the bucket
     entries of a run over the partition budget are split among candidate steps, and the
-    driver between the steps reads no signature (pairs are verified in per-shard steps)."""
+    driver between the steps reads neither a signature nor the candidate pairs (they are
+    routed to per-shard verify steps, which return the edges)."""
     cfg = PipelineConfig(execution={"dedup_partition_entries": 1024})
     root = repo / "sample_data" / "workorders"
     frame = _cleaned(discover_files(root, cfg.ingest), root, cfg)
-    seen: list[tuple[str, dict[str, int]]] = []
     driver_reads: list[str] = []
     read_parquet = pl.read_parquet
 
     def reading(source, *args, **kwargs):
-        driver_reads.append(Path(source).name)
+        driver_reads.append("/".join(Path(source).parts[-2:]))
         return read_parquet(source, *args, **kwargs)
 
-    class Recording(InProcess):
+    class Steps(Recording):  # the steps read as they do; the driver's reads are noted
         def __call__(self, step, key, inputs, params):  # type: ignore[override]
-            rows = {name: sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in paths)
-                    for name, paths in inputs.items()}  # fmt: skip
-            seen.append((step, rows))
             monkeypatch.setattr(pl, "read_parquet", read_parquet)
             try:
                 return super().__call__(step, key, inputs, params)
@@ -139,9 +160,11 @@ def test_no_dedup_step_holds_every_record(repo: Path, tmp_path, monkeypatch) -> 
         paths.append(str(tmp_path / f"shard-{i}.parquet"))
         frame.slice(lo, 8).write_parquet(paths[-1])
     work = tmp_path / "work"
+    runner = Steps(work, cfg)
     monkeypatch.setattr(pl, "read_parquet", reading)
-    dedup_shards(Recording(work, cfg), work, paths, [], cfg, ("test",))
+    dedup_shards(runner, work, paths, [], cfg, ("test",))
     monkeypatch.setattr(pl, "read_parquet", read_parquet)
+    seen = runner.seen
 
     signatures = {name for _, rows in seen for name in rows if name.endswith("signatures")}
     apart = {"buckets", *signatures}  # bucket entries; signature values, num_perm a node
@@ -159,7 +182,8 @@ def test_no_dedup_step_holds_every_record(repo: Path, tmp_path, monkeypatch) -> 
             assert rows["foreign"] <= 8
     entries = [rows["buckets"] for step, rows in seen if step == "dedup.pairs"]
     assert len(entries) > 2 and max(entries) < sum(entries) / 2
-    assert driver_reads and not [name for name in driver_reads if "signatures" in name]
+    assert "edges/kept.parquet" in driver_reads  # verified edges, not candidate pairs
+    assert not [name for name in driver_reads if "signatures" in name or "pairs/" in name]
 
 
 def test_a_shard_without_records_changes_nothing(maintie, tmp_path) -> None:
