@@ -1,8 +1,8 @@
 """The dedup stage over shards, step by step through a `Runner` (see pipeline/dedup_shards.py).
 
 Per shard and per partition steps go through `Runner.map`; the driver reads only small
-columns (node keys and counts, candidate pairs, verified edges, the ranking columns of
-records in clusters of more than one record), never a signature or a node's features, and
+columns (node keys and counts, verified edges, the ranking columns of records in clusters
+of more than one record), never a candidate pair, a signature or a node's features, and
 writes the small tables the next steps read, named by their content so cached steps rerun
 when their inputs change.
 The result equals `pipeline.dedup.dedup` over the shards' records in order.
