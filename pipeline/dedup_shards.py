@@ -11,7 +11,8 @@
    asking shard: the far node of each candidate pair a shard verifies, and the run's first
    node of each key a shard holds but did not introduce.
 5. `verify_pairs` (per shard): the candidate pairs whose smaller node the shard introduced,
-   decided on its own nodes and the rows exported to it (`pipeline.dedup._decide`).
+   decided on its own nodes (read once) and the rows exported to it, read a group of
+   exporters at a time (`pipeline.dedup._decide`).
 6. The driver takes components over the verified edges and picks the kept record of each
    cluster holding more than one record (`pipeline.dedup.decide_clusters`), reading only
    those records' small feature columns.
@@ -21,6 +22,8 @@ The result equals `pipeline.dedup.dedup` on the shards' records concatenated in 
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 import polars as pl
@@ -40,6 +43,7 @@ _RECORDS = pl.DataFrame(
         "has_codes": pl.Boolean,
     }
 ).select("row", "record_id", "key", "content_hash", *dd.RANK)
+_EDGES = pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
 
 
 def _side(kept: pl.DataFrame, **state: pl.DataFrame) -> StageResult:
@@ -271,49 +275,55 @@ def verify_pairs(
     nodes: pl.DataFrame,
     signatures: pl.DataFrame | None,
     ids: pl.DataFrame,
-    imported: pl.DataFrame | None,
-    imported_signatures: pl.DataFrame | None,
     pairs: pl.DataFrame,
-    sources: list[int],
+    groups: Iterable[tuple[list[int], pl.DataFrame | None, pl.DataFrame | None]],
     starts: list[int],
     cfg: DedupConfig,
 ) -> dict[str, StageResult]:
     """The verified `edges` (u < v) among the candidate `pairs` routed to the shard (several
-    partitions may find one pair) whose far node is in one of `sources` (see `source_of`),
-    on the shard's own nodes (`ids`: local -> node) and the `imported` rows of those
-    sources; and the counters: distinct candidate pairs and the verdicts."""
+    partitions may find one pair), on the shard's own nodes (`ids`: local -> node) and the
+    rows other sources exported to it, a group at a time: `groups` gives each group's
+    sources (see `source_of`), their exported rows and signatures; a group decides the pairs
+    whose far node is in one of its sources. Counters: distinct candidate pairs and verdicts."""
     key = dd._pair_keys(pairs.get_column("u").to_numpy(), pairs.get_column("v").to_numpy())
-    u, v = (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
-    mine = np.isin(source_of(v, starts), sources)
-    u, v = u[mine], v[mine]
-    wanted = pl.DataFrame({"node": np.unique(np.concatenate([u, v]))})
-    own = _numbered(nodes, ids).join(wanted, on="node", how="semi", maintain_order="left")
-    local = own.get_column("local").to_numpy()
-    far = signature_rows(imported_signatures, cfg) if imported is not None else None
-    sig = np.empty((len(local) + (len(far) if far is not None else 0), cfg.num_perm), np.uint32)
-    np.take(signature_rows(signatures, cfg), local, axis=0, out=sig[: len(local)])
-    if far is not None:
-        sig[len(local) :] = far
-    rows = [f for f in (own.drop("local"), imported) if f is not None]
-    both = pl.concat(rows, how="diagonal_relaxed")
-    node = both.get_column("node").to_numpy()
-    order = np.argsort(node, kind="stable")
-    at = (
-        order[np.searchsorted(node, u, sorter=order)],
-        order[np.searchsorted(node, v, sorter=order)],
-    )
-    features = {
-        "machine": both.get_column("machine_hash").to_numpy(),
-        "codes": both.get_column("codes"),
-        "numbers": both.get_column("numbers"),
-        **{c: both.get_column(c) for c in dd._EVIDENCE},
-    }
-    features["days"] = dd._days(features["reported_at"])
-    out = dd._decide(features, sig, *at, cfg)
-    edges = pl.DataFrame(
-        {"u": node[out.pop("u")], "v": node[out.pop("v")]}, schema={"u": pl.Int64, "v": pl.Int64}
-    )
-    return {"edges": StageResult(edges, empty_rejects(), {"candidate_pairs": len(u), **out})}
+    all_u, all_v = (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
+    far_source = source_of(all_v, starts)
+    own = _numbered(nodes, ids)
+    own_sig = signature_rows(signatures, cfg)
+    edges, counters = [_EDGES], {"candidate_pairs": len(key)}
+    for sources, imported, imported_signatures in groups:
+        mine = np.isin(far_source, sources)
+        u, v = all_u[mine], all_v[mine]
+        wanted = pl.DataFrame({"node": np.unique(np.concatenate([u, v]))})
+        near = own.join(wanted, on="node", how="semi", maintain_order="left")
+        local = near.get_column("local").to_numpy()
+        far = signature_rows(imported_signatures, cfg) if imported is not None else None
+        sig = np.empty((len(local) + (len(far) if far is not None else 0), cfg.num_perm), np.uint32)
+        np.take(own_sig, local, axis=0, out=sig[: len(local)])
+        if far is not None:
+            sig[len(local) :] = far
+        rows = [f for f in (near.drop("local"), imported) if f is not None]
+        both = pl.concat(rows, how="diagonal_relaxed")
+        node = both.get_column("node").to_numpy()
+        order = np.argsort(node, kind="stable")
+        at = (
+            order[np.searchsorted(node, u, sorter=order)],
+            order[np.searchsorted(node, v, sorter=order)],
+        )
+        features = {
+            "machine": both.get_column("machine_hash").to_numpy(),
+            "codes": both.get_column("codes"),
+            "numbers": both.get_column("numbers"),
+            **{c: both.get_column(c) for c in dd._EVIDENCE},
+        }
+        features["days"] = dd._days(features["reported_at"])
+        out = dd._decide(features, sig, *at, cfg)
+        edges.append(
+            pl.DataFrame({"u": node[out.pop("u")], "v": node[out.pop("v")]}, schema=_EDGES.schema)
+        )
+        for name, n in out.items():
+            counters[name] = counters.get(name, 0) + n
+    return {"edges": StageResult(pl.concat(edges), empty_rejects(), counters)}
 
 
 def clusters(u: np.ndarray, v: np.ndarray) -> pl.DataFrame:

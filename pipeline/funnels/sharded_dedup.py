@@ -117,8 +117,9 @@ def _labelled(outputs: list[dict[str, StageOutput]], label: str) -> list[StageOu
 
 
 def _import_groups(shard: int, imports: dict[int, StageOutput], budget: int) -> list[list[int]]:
-    """The sources whose pairs with `shard` one verify step decides: the shard's own first,
-    then the exporters in order, at most about `budget` imported rows a step."""
+    """The sources whose pairs with `shard` its verify step decides together, a group at a
+    time: the shard's own first, then the exporters in order, at most about `budget`
+    imported rows a group (what the step holds besides the shard's own nodes)."""
     groups, rows = [[shard]], 0
     for source, out in sorted(imports.items()):
         n = out.counters["rows"]
@@ -140,8 +141,9 @@ def _verify(
 ) -> tuple[np.ndarray, np.ndarray, dict[str, int], list[dict[str, StageOutput]]]:
     """The verified edges among the candidate `pairs` (routed by the pair steps), the
     counters, and the rows each source exported. Each shard verifies the pairs whose smaller
-    node it introduced, on its own nodes and the rows other sources export to it: the far
-    node of such a pair, as the pair steps asked; the `borrowed` requests (the first node of
+    node it introduced, in one step that reads its own nodes once and the rows other sources
+    export to it a group of sources at a time: the far node of such a pair, as the pair
+    steps asked; the `borrowed` requests (the first node of
     each key a shard holds but did not introduce: its records' index row) go to the same
     export steps."""
     by_source = borrowed.partition_by("from", as_dict=True, include_key=False)
@@ -160,19 +162,21 @@ def _verify(
     for i in range(len(src_inputs)):  # a published record is never a pair's smaller node
         label = f"to-{i:05d}/pairs"
         routed = [o.kept for o in _labelled(pairs, label)]
+        if not routed:
+            continue
         imports = {t: o[label] for t, o in zip(exporters, exported, strict=True) if label in o}
-        for group in _import_groups(i, imports, budget) if routed else []:
-            calls.append(
-                {
-                    **src_inputs[i],
-                    "pairs": routed,
-                    "imported": [imports[t].kept for t in group if t in imports],
-                    "imported_signatures": [
-                        imports[t].state["signatures"] for t in group if t in imports
-                    ],
-                }
-            )
-            params.append({"sources": group, "starts": starts})
+        groups = [
+            {
+                "sources": group,
+                "imported": [imports[t].kept for t in group if t in imports],
+                "imported_signatures": [
+                    imports[t].state["signatures"] for t in group if t in imports
+                ],
+            }
+            for group in _import_groups(i, imports, budget)
+        ]
+        calls.append({**src_inputs[i], "pairs": routed})
+        params.append({"groups": groups, "starts": starts})
     checked = d.map("dedup.verify", calls, params)
     counters = dict.fromkeys(("candidate_pairs", *dd.PAIR_COUNTERS), 0)
     for c in checked:

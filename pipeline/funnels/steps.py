@@ -1,4 +1,6 @@
-"""Funnel steps by name, and how to run one: inputs and outputs are Parquet paths.
+"""Funnel steps by name, and how to run one: inputs and outputs are Parquet paths (a step
+that reads groups of inputs one after the other, such as `dedup.verify`, gets their paths
+in its parameters).
 
 A step is a plain function `(cfg, frames, params) -> {label: StageResult}` (or an iterator
 of `(label, StageResult)` pairs, saved as they come: a step that streams a large file writes
@@ -56,10 +58,11 @@ STEPS: dict[str, Step] = {
         f["nodes"],
         f["signatures"],
         f["ids"],
-        f["imported"],
-        f["imported_signatures"],
         f["pairs"],
-        p["sources"],
+        (
+            (g["sources"], read_frames(g["imported"]), read_frames(g["imported_signatures"]))
+            for g in p["groups"]
+        ),
         p["starts"],
         cfg.dedup,
     ),
@@ -116,6 +119,13 @@ class Runner(Protocol):
         ...
 
 
+def read_frames(paths: list[str]) -> pl.DataFrame | None:
+    """The Parquet files `paths` as one frame (None when there are none)."""
+    if not paths:
+        return None
+    return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
+
+
 def execute_step(
     step: str,
     key: str,
@@ -129,12 +139,7 @@ def execute_step(
     A per-file step whose file cannot be read returns a `quarantine` result instead: the
     file's one reject row, and nothing kept.
     """
-    frames: Frames = {
-        name: pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
-        if paths
-        else None
-        for name, paths in inputs.items()
-    }
+    frames: Frames = {name: read_frames(paths) for name, paths in inputs.items()}
     out = Path(work) / key
     saved = {}
     try:

@@ -43,17 +43,22 @@ def _sharded(frame: pl.DataFrame, size: int, index: pl.DataFrame | None, cfg, tm
     return kept, rejects, load_state(outputs, "index"), runner.seen
 
 
+def _rows(inputs: dict[str, list[str]]) -> dict[str, int]:
+    return {name: sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in paths)
+            for name, paths in inputs.items()}  # fmt: skip
+
+
 class Recording(InProcess):
-    """The in-process runner, noting each step and its inputs' row counts."""
+    """The in-process runner, noting each step, its inputs' row counts and those of each
+    group of inputs a step reads one after the other (`groups`)."""
 
     def __init__(self, work: Path, cfg: PipelineConfig) -> None:
         super().__init__(work, cfg)
         object.__setattr__(self, "seen", [])
 
     def __call__(self, step, key, inputs, params):  # type: ignore[override]
-        rows = {name: sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in paths)
-                for name, paths in inputs.items()}  # fmt: skip
-        self.seen.append((step, rows))
+        groups = [_rows({k: g[k] for k in g if k != "sources"}) for g in params.get("groups", [])]
+        self.seen.append((step, _rows(inputs), groups))
         return super().__call__(step, key, inputs, params)
 
 
@@ -97,11 +102,11 @@ def test_sharded_dedup_equals_single_frame_on_real_work_orders(
     assert set(single[1]["reason"]) == {"exact_dup", "near_dup"}
     sharded = _sharded(frame, size, None, cfg, tmp_path)
     _assert_same(single, sharded)
-    verify = [inputs for step, inputs in sharded[3] if step == "dedup.verify"]
-    # a step imports about `rows` far nodes at most (more only from one source of `size`)
-    assert max(inputs["imported"] for inputs in verify) <= rows + size
+    groups = [g for step, _, groups in sharded[3] if step == "dedup.verify" for g in groups]
+    # a group imports about `rows` far nodes at most (more only from one source of `size`)
+    assert max(g["imported"] for g in groups) <= rows + size
     if rows < size < frame.height:
-        assert len(verify) > -(-frame.height // size)  # a shard's pairs in several steps
+        assert len(groups) > -(-frame.height // size)  # a shard's pairs in several groups
 
 
 def test_sharded_dedup_checks_against_a_published_index(maintie, tmp_path) -> None:
@@ -166,21 +171,23 @@ def test_no_dedup_step_holds_every_record(repo: Path, tmp_path, monkeypatch) -> 
     monkeypatch.setattr(pl, "read_parquet", read_parquet)
     seen = runner.seen
 
-    signatures = {name for _, rows in seen for name in rows if name.endswith("signatures")}
+    read = [rows for _, rows, groups in seen for rows in (rows, *groups)]
+    signatures = {name for rows in read for name in rows if name.endswith("signatures")}
     apart = {"buckets", *signatures}  # bucket entries; signature values, num_perm a node
-    records = [n for _, rows in seen for name, n in rows.items() if name not in apart]
+    records = [n for rows in read for name, n in rows.items() if name not in apart]
     assert len(paths) > 2 and max(records) < frame.height
-    own = [rows["signatures"] for _, rows in seen if "signatures" in rows]
+    own = [rows["signatures"] for _, rows, _ in seen if "signatures" in rows]
     assert max(own) <= 8 * cfg.dedup.num_perm  # one shard's nodes
-    steps = {step for step, _ in seen}
+    steps = {step for step, _, _ in seen}
     assert {"dedup.export", "dedup.verify"} <= steps
-    for step, rows in seen:
+    for step, rows, groups in seen:
         if step == "dedup.verify":  # at most the far node of each pair
-            assert rows["imported"] <= rows["pairs"]
-            assert rows["imported_signatures"] == rows["imported"] * cfg.dedup.num_perm
+            assert sum(g["imported"] for g in groups) <= rows["pairs"]
+            for g in groups:
+                assert g["imported_signatures"] == g["imported"] * cfg.dedup.num_perm
         if step == "dedup.apply":  # a node per key the shard holds but did not introduce
             assert rows["foreign"] <= 8
-    entries = [rows["buckets"] for step, rows in seen if step == "dedup.pairs"]
+    entries = [rows["buckets"] for step, rows, _ in seen if step == "dedup.pairs"]
     assert len(entries) > 2 and max(entries) < sum(entries) / 2
     assert "edges/kept.parquet" in driver_reads  # verified edges, not candidate pairs
     assert not [name for name in driver_reads if "signatures" in name or "pairs/" in name]
