@@ -4,8 +4,9 @@ Not a test. Usage:
     .venv/bin/python -m bench.bench_scale --rows 1000000 --workers 0 2
     .venv/bin/python -m bench.bench_scale --rows 10000000 --workers 0 2 --corpora /var/tmp/corpora
 
-For each size it writes a synthetic corpus with `sample_data.generate` (8 CSV exports for 1M;
-one export per million beyond, each generated with its own seed), then
+For each size it writes a synthetic corpus with `sample_data.generate`: batches of a million
+rows, batch k generated with seed k and written as `--shards` CSV exports (4 by default: one
+shard of the default 250,000 rows each, in the generator's rotating layouts), then
 for each worker count runs `cnc-corpus run clean-workorders [--workers N]` in a child process
 (the real flow, Prefect's temporary server included) and reports wall time and the peak
 memory of the whole process tree: the sum of the RSS of the child and all its descendants
@@ -45,15 +46,16 @@ GENERATED_AT_ONCE = 1_000_000  # the generator holds its whole corpus in memory
 
 
 def generate(rows: int, corpus: Path, shards: int) -> None:
-    """`rows` generated work orders under `corpus`: up to 1M at once, in `shards` exports;
-    beyond that, one export per million (seed = its number, so batches differ)."""
+    """`rows` generated work orders under `corpus`, in batches of up to 1M: batch k with
+    seed k, written as `shards` exports. A larger corpus is a smaller one plus more batches,
+    so that sizes compare like for like (the 1M corpus is the 10M corpus's first batch)."""
     batches = max(1, -(-rows // GENERATED_AT_ONCE))
     for seed in range(batches):
         n = min(GENERATED_AT_ONCE, rows - seed * GENERATED_AT_ONCE)
         folder = corpus / f"batch-{seed:03d}"
         subprocess.run(
             [sys.executable, "-m", "sample_data.generate", "--rows", str(n), "--seed", str(seed)]
-            + ["--out", str(folder), "--shards", str(shards if batches == 1 else 1)],
+            + ["--out", str(folder), "--shards", str(shards)],
             check=True,
             cwd=REPO,
             stdout=subprocess.DEVNULL,
@@ -89,7 +91,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--workers", type=int, nargs="+", default=[0, 2])
-    parser.add_argument("--shards", type=int, default=8, help="CSV exports generated")
+    parser.add_argument("--shards", type=int, default=4, help="CSV exports per million rows")
     parser.add_argument("--keep", action="store_true", help="keep the generated corpora")
     parser.add_argument(
         "--corpora", type=Path, help="folder of corpora kept from an earlier run (made if missing)"
@@ -98,7 +100,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="cnc-bench-scale-"))
     try:
         for rows in args.rows:
-            corpus = (args.corpora or work) / f"corpus-{rows}"
+            corpus = (args.corpora or work) / f"corpus-{rows}-{args.shards}"
             done = corpus.with_suffix(".done")  # outside the corpus: not an input
             if not done.exists():
                 shutil.rmtree(corpus, ignore_errors=True)
