@@ -138,6 +138,10 @@ def _as_datetime(col: str) -> pl.Expr:
     )
 
 
+# The work-order columns `link_workorders` reads (with its default column names).
+WORKORDER_LINK_COLUMNS = ("record_id", "asset", "reported_at", "alarm_codes")
+
+
 def link_workorders(
     incidents: pl.DataFrame,
     workorders: pl.DataFrame,

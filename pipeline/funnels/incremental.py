@@ -126,9 +126,38 @@ def collect_published(rows: pl.LazyFrame, snapshot: Path) -> pl.DataFrame:
         raise _damaged(snapshot, exc, snapshot) from None
 
 
-def carried_published(
-    snapshot: Path | None, table: str, kind: str, carried: list[str]
-) -> pl.DataFrame | None:
-    """Rows of `kind` from the carried files in a published table of `snapshot`."""
-    rows = published_scan(snapshot, table, kind, carried)
-    return collect_published(rows, snapshot) if rows is not None and snapshot else None
+@dataclass(frozen=True)
+class PublishedPiece:
+    """Published rows of one carried file in one range of source rows, unread: its file,
+    first and last source row (None: rows without one), row count, and the rows."""
+
+    file: str
+    lo: int | None
+    hi: int | None
+    rows: int
+    scan: pl.LazyFrame
+
+
+def published_pieces(
+    snapshot: Path | None, table: str, kind: str, carried: list[str], rows: int
+) -> list[PublishedPiece]:
+    """The rows a published `table` of `snapshot` holds of the `carried` files of `kind`: a
+    piece per file and range of `rows` source rows (and one for a file's rows without a
+    source row), in that order; `collect_published` reads one."""
+    scan = published_scan(snapshot, table, kind, carried)
+    if scan is None or snapshot is None:
+        return []
+    span = (pl.col("source_row") // rows).alias("span")
+    spans = collect_published(
+        scan.group_by("source_file", span).agg(
+            pl.col("source_row").min().alias("lo"),
+            pl.col("source_row").max().alias("hi"),
+            pl.len().alias("n"),
+        ),
+        snapshot,
+    )
+    pieces = []
+    for file, at, lo, hi, n in spans.sort("source_file", "span", nulls_last=False).iter_rows():
+        same = (pl.col("source_file") == file) & (span.is_null() if at is None else span == at)
+        pieces.append(PublishedPiece(file, lo, hi, n, scan.filter(same)))
+    return pieces

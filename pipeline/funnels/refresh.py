@@ -24,9 +24,10 @@ from pipeline.funnels import alarm_logs, manuals, workorders
 from pipeline.funnels.incremental import (
     FilePlan,
     carried_parts,
-    carried_published,
     carried_rows,
+    collect_published,
     plan_files,
+    published_pieces,
 )
 from pipeline.funnels.keys import code_fingerprint, code_version, step_key
 from pipeline.funnels.quarantine import fail_if_strict, quarantine_rows
@@ -35,6 +36,7 @@ from pipeline.funnels.snapshot import Published, SourceRun, empty_sft, publish_s
 from pipeline.funnels.stage_files import load_state
 from pipeline.funnels.steps import PER_FILE as KINDS
 from pipeline.funnels.steps import Call, Runner, in_process
+from pipeline.incidents import WORKORDER_LINK_COLUMNS
 from pipeline.ingest.files import relative_path, sha256_file
 from pipeline.ingest.inventory import InputEntry, inventory
 from pipeline.ledger import ledger_row
@@ -207,7 +209,7 @@ def _workorders(run: _Run, entries: list[InputEntry], root: Path) -> SourceRun:
     names = workorders.technicians(
         pl.concat(
             [pl.DataFrame(schema={"technician": pl.String})]
-            + [pl.read_parquet(o.kept, columns=["technician"]) for o in ingested]
+            + [pl.read_parquet(o.kept, columns=["technician"]).unique() for o in ingested]
         )
     )
     cleaned = run.runner.map(
@@ -405,27 +407,14 @@ def _alarm_logs(
         if published:
             fault_codes = [run.save("published_fault_codes", pl.read_parquet(published))]
     workorder_runs = [r for r in earlier if r.carries_published]
-    carried_workorders = [
-        carried_published(run.previous, "sft", r.kind, r.plan.unchanged) for r in workorder_runs
-    ]
-    workorder_rows = pl.concat(
-        [empty_sft(), *(f for f in carried_workorders if f is not None)], how="diagonal_relaxed"
-    )
+    fresh_workorders = [p for r in workorder_runs for p in r.sft]
     inputs = {
         "events": events,
         "ingest_rejects": ingest_rejects,
         "fault_codes": fault_codes,
-        "workorders": [run.save("carried_workorders", workorder_rows)]
-        + [p for r in workorder_runs for p in r.sft],
+        "workorders": _carried_workorders(run, workorder_runs) + fresh_workorders,
     }
-    key = step_key(
-        "alarm_logs.funnel",
-        *keys,
-        *carried,
-        *inputs["fault_codes"],
-        *inputs["workorders"][1:],
-        *run.base,
-    )
+    key = step_key("alarm_logs.funnel", *keys, *carried, *fault_codes, *fresh_workorders, *run.base)
     results = run.runner.map(_alarm_partitions(run, key, inputs))
     tables = [r.pop("incident_table") for r in results]
     source.outputs = [o for r in results for o in r.values()]
@@ -478,6 +467,22 @@ def _sorted_union(run: _Run, name: str, paths: list[str], by: list[str]) -> str:
     if len(paths) == 1:
         return paths[0]
     return run.save(name, _read_all(paths).sort(by))
+
+
+def _carried_workorders(run: _Run, workorder_runs: list[SourceRun]) -> list[str]:
+    """The published work orders of the carried files that alarm incidents link to (the
+    columns a link reads), saved a file and range of `execution.shard_rows` rows at a time;
+    an empty table first, so that there is always one."""
+    columns = list(WORKORDER_LINK_COLUMNS)
+    saved = [run.save("carried_workorders", empty_sft().select(columns))]
+    if run.previous is None:
+        return saved
+    rows = run.cfg.execution.shard_rows
+    for r in workorder_runs:
+        for p in published_pieces(run.previous, "sft", r.kind, r.plan.unchanged, rows):
+            piece = collect_published(p.scan.select(columns), run.previous)
+            saved.append(run.save(f"carried_workorders-{len(saved)}", piece))
+    return saved
 
 
 def _alarm_partitions(run: _Run, key: str, inputs: dict[str, list[str]]) -> list[Call]:

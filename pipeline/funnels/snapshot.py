@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.funnels.incremental import carried_rows, collect_published, published_scan
+from pipeline.funnels.incremental import carried_rows, collect_published, published_pieces
 from pipeline.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_counts, funnel
 from pipeline.plan import plan_snapshot
 from pipeline.publish import SnapshotWriter, TableStream, new_snapshot_id
@@ -258,29 +258,15 @@ def _carried_pieces(previous: Path | None, table: str, run: SourceRun, rows: int
     """The rows a published `table` holds of the carried files of `run`'s kind: a piece per
     file and range of `rows` source rows (and one for its rows without a source row), each
     read from the published files when written."""
-    scan = published_scan(previous, table, run.kind, run.plan.unchanged)
-    if scan is None or previous is None:
-        return []
-    span = (pl.col("source_row") // rows).alias("span")
-    spans = collect_published(
-        scan.group_by("source_file", span).agg(
-            pl.col("source_row").min().alias("lo"),
-            pl.col("source_row").max().alias("hi"),
-            pl.len().alias("n"),
-        ),
-        previous,
-    )
-    pieces = []
-    for file, at, lo, hi, n in spans.sort("source_file", "span", nulls_last=False).iter_rows():
-        same = (pl.col("source_file") == file) & (span.is_null() if at is None else span == at)
-        first, last = (
-            (run.kind, file, -1 if lo is None else lo),
-            (run.kind, file, -1 if hi is None else hi),
+    return [
+        _Piece(
+            (run.kind, p.file, -1 if p.lo is None else p.lo),
+            (run.kind, p.file, -1 if p.hi is None else p.hi),
+            p.rows,
+            lambda scan=p.scan: collect_published(scan, previous),
         )
-        pieces.append(
-            _Piece(first, last, n, lambda same=same: collect_published(scan.filter(same), previous))
-        )
-    return pieces
+        for p in published_pieces(previous, table, run.kind, run.plan.unchanged, rows)
+    ]
 
 
 def sorted_chunks(pieces: list[_Piece | None], order: tuple[str, ...]) -> Iterator[pl.DataFrame]:

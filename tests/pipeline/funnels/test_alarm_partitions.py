@@ -10,8 +10,10 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.funnels import alarm_logs
+from pipeline.funnels import refresh as funnels_refresh
+from pipeline.funnels.incremental import collect_published
 from pipeline.funnels.refresh import Sources, refresh
-from pipeline.incidents import machine_partition
+from pipeline.incidents import WORKORDER_LINK_COLUMNS, machine_partition
 from schemas.config import PipelineConfig
 
 
@@ -89,3 +91,34 @@ def test_alarm_funnel_in_machine_partitions_publishes_the_same(sample_data, tmp_
     counts = json.loads((one.path / "manifest.json").read_text())["counts"]
     assert counts == json.loads((many.path / "manifest.json").read_text())["counts"]
     assert one.manifest.sources == many.manifest.sources
+
+
+def test_incidents_link_carried_work_orders_read_in_pieces(
+    sample_data, tmp_path, monkeypatch
+) -> None:
+    """A refresh that carries the work-order file over links the incidents to its published
+    rows, read back a range of `shard_rows` rows at a time, as the first run linked them."""
+    root = tmp_path / "in"
+    shutil.copytree(sample_data / "alarm_logs", root / "alarm_logs")
+    (root / "workorders").mkdir()
+    with (root / "workorders" / "service_orders_march.csv").open("w", newline="") as f:
+        csv.writer(f).writerows(ORDERS)
+    sources = Sources(root, workorders=root / "workorders", alarm_logs=root / "alarm_logs")
+    cfg = PipelineConfig()
+    first = refresh("refresh-corpus", sources, tmp_path / "out", cfg)
+    pieces: list[pl.DataFrame] = []
+
+    def reading(rows: pl.LazyFrame, snapshot: Path) -> pl.DataFrame:  # the real read, noted
+        pieces.append(collect_published(rows, snapshot))
+        return pieces[-1]
+
+    monkeypatch.setattr(funnels_refresh, "collect_published", reading)
+    again = refresh("refresh-corpus", sources, tmp_path / "out", _shard_rows(cfg, 1))
+    assert again.manifest.refresh.carried == first.manifest.refresh.processed
+    assert [p.height for p in pieces] == [1] * (len(ORDERS) - 1)  # one work order a piece
+    assert all(p.columns == list(WORKORDER_LINK_COLUMNS) for p in pieces)
+    linked = pl.read_parquet(again.path / "incidents").filter(pl.col("workorder_id").is_not_null())
+    assert linked["machine"].n_unique() == 2
+    a, b = _published(first.path), _published(again.path)
+    for name in a:
+        assert a[name].equals(b[name]), name
