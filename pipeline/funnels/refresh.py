@@ -486,13 +486,17 @@ def _carried_workorders(run: _Run, workorder_runs: list[SourceRun]) -> list[str]
 
 
 def _alarm_partitions(run: _Run, key: str, inputs: dict[str, list[str]]) -> list[Call]:
-    """The alarm funnel over the run's events (`inputs`): one step, or for more events than
-    `execution.shard_rows` one step per partition of the machines, reading that partition of
-    every events and work-order file (`alarm_logs.split`); the ingest rejects go with the
-    first partition. Incidents, their clears and the work orders they link to never span
-    two machines, so the partitions' results together equal the one step's."""
-    events = sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in inputs["events"])
-    parts = min(-(-events // run.cfg.execution.shard_rows), 256)
+    """The alarm funnel over the run's events (`inputs`): one step, or for more events or
+    work orders than `execution.shard_rows` one step per partition of the machines, reading
+    that partition of every events and work-order file (`alarm_logs.split`); the ingest
+    rejects go with the first partition. Incidents, their clears and the work orders they
+    link to never span two machines, so the partitions' results together equal the one
+    step's."""
+    rows = max(
+        sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in inputs[name])
+        for name in ("events", "workorders")
+    )
+    parts = min(-(-rows // run.cfg.execution.shard_rows), 256)
     if parts <= 1:
         return [Call("alarm_logs.funnel", key, inputs, {})]
     columns = {"events": "machine", "workorders": "asset"}
