@@ -286,44 +286,57 @@ def verify_pairs(
     sources (see `source_of`), their exported rows and signatures; a group decides the pairs
     whose far node is in one of its sources. Counters: distinct candidate pairs and verdicts."""
     key = dd._pair_keys(pairs.get_column("u").to_numpy(), pairs.get_column("v").to_numpy())
-    all_u, all_v = (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
-    far_source = source_of(all_v, starts)
-    own = _numbered(nodes, ids)
-    own_sig = signature_rows(signatures, cfg)
+    u, v = (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
+    far_source = source_of(v, starts)
+    own, own_sig = _numbered(nodes, ids), signature_rows(signatures, cfg)
     edges, counters = [_EDGES], {"candidate_pairs": len(key)}
     for sources, imported, imported_signatures in groups:
         mine = np.isin(far_source, sources)
-        u, v = all_u[mine], all_v[mine]
-        wanted = pl.DataFrame({"node": np.unique(np.concatenate([u, v]))})
-        near = own.join(wanted, on="node", how="semi", maintain_order="left")
-        local = near.get_column("local").to_numpy()
-        far = signature_rows(imported_signatures, cfg) if imported is not None else None
-        sig = np.empty((len(local) + (len(far) if far is not None else 0), cfg.num_perm), np.uint32)
-        np.take(own_sig, local, axis=0, out=sig[: len(local)])
-        if far is not None:
-            sig[len(local) :] = far
-        rows = [f for f in (near.drop("local"), imported) if f is not None]
-        both = pl.concat(rows, how="diagonal_relaxed")
-        node = both.get_column("node").to_numpy()
-        order = np.argsort(node, kind="stable")
-        at = (
-            order[np.searchsorted(node, u, sorter=order)],
-            order[np.searchsorted(node, v, sorter=order)],
-        )
-        features = {
-            "machine": both.get_column("machine_hash").to_numpy(),
-            "codes": both.get_column("codes"),
-            "numbers": both.get_column("numbers"),
-            **{c: both.get_column(c) for c in dd._EVIDENCE},
-        }
-        features["days"] = dd._days(features["reported_at"])
-        out = dd._decide(features, sig, *at, cfg)
-        edges.append(
-            pl.DataFrame({"u": node[out.pop("u")], "v": node[out.pop("v")]}, schema=_EDGES.schema)
-        )
+        far = (imported, signature_rows(imported_signatures, cfg)) if imported is not None else None
+        out = _decide_group(own, own_sig, far, u[mine], v[mine], cfg)
+        edges.append(out.pop("edges"))
         for name, n in out.items():
             counters[name] = counters.get(name, 0) + n
     return {"edges": StageResult(pl.concat(edges), empty_rejects(), counters)}
+
+
+def _decide_group(
+    own: pl.DataFrame,
+    own_sig: np.ndarray,
+    far: tuple[pl.DataFrame, np.ndarray] | None,
+    u: np.ndarray,
+    v: np.ndarray,
+    cfg: DedupConfig,
+) -> dict:
+    """`pipeline.dedup._decide` on the pairs (u, v) of node ids, over the shard's `own` nodes
+    (`_numbered`) and signatures and the `far` rows imported for them: the merged pairs as
+    `edges`, and the verdict counters."""
+    wanted = pl.DataFrame({"node": np.unique(np.concatenate([u, v]))})
+    near = own.join(wanted, on="node", how="semi", maintain_order="left")
+    local = near.get_column("local").to_numpy()
+    n_far = len(far[1]) if far is not None else 0
+    sig = np.empty((len(local) + n_far, cfg.num_perm), np.uint32)
+    np.take(own_sig, local, axis=0, out=sig[: len(local)])
+    if far is not None:
+        sig[len(local) :] = far[1]
+    rows = [near.drop("local")] + ([far[0]] if far is not None else [])
+    both = pl.concat(rows, how="diagonal_relaxed")
+    node = both.get_column("node").to_numpy()
+    order = np.argsort(node, kind="stable")
+    at = (
+        order[np.searchsorted(node, u, sorter=order)],
+        order[np.searchsorted(node, v, sorter=order)],
+    )
+    features = {
+        "machine": both.get_column("machine_hash").to_numpy(),
+        "codes": both.get_column("codes"),
+        "numbers": both.get_column("numbers"),
+        **{c: both.get_column(c) for c in dd._EVIDENCE},
+    }
+    features["days"] = dd._days(features["reported_at"])
+    out = dd._decide(features, sig, *at, cfg)
+    edges = pl.DataFrame({"u": node[out.pop("u")], "v": node[out.pop("v")]}, schema=_EDGES.schema)
+    return {"edges": edges, **out}
 
 
 def clusters(u: np.ndarray, v: np.ndarray) -> pl.DataFrame:

@@ -143,9 +143,8 @@ def _verify(
     counters, and the rows each source exported. Each shard verifies the pairs whose smaller
     node it introduced, in one step that reads its own nodes once and the rows other sources
     export to it a group of sources at a time: the far node of such a pair, as the pair
-    steps asked; the `borrowed` requests (the first node of
-    each key a shard holds but did not introduce: its records' index row) go to the same
-    export steps."""
+    steps asked. The `borrowed` requests (the first node of each key a shard holds but did
+    not introduce: its records' index row) go to the same export steps."""
     by_source = borrowed.partition_by("from", as_dict=True, include_key=False)
     requests = [
         [o.kept for o in _labelled(pairs, f"from-{t:05d}/requests")]
