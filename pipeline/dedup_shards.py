@@ -23,7 +23,7 @@ The result equals `pipeline.dedup.dedup` on the shards' records concatenated in 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import polars as pl
@@ -254,21 +254,24 @@ def export_nodes(
     ids: pl.DataFrame,
     requests: pl.DataFrame,
     cfg: DedupConfig,
-) -> dict[str, StageResult]:
+) -> Iterator[tuple[str, StageResult]]:
     """The rows of the nodes asked for (`requests`: node, to, use), one `to-<shard>/<use>`
     per asking shard and use, in node order: the node's id and columns, with its signature
-    apart (`flat_signatures`, state `signatures`)."""
+    apart (`flat_signatures`, state `signatures`). Yielded one table at a time: only the
+    requests are joined, each table's rows are gathered when it is written."""
+    own = _numbered(nodes, ids)
+    local = own.get_column("local").to_numpy()
+    own = own.drop("local")
     requests = requests.unique().sort("to", "use", "node")
-    asked = _numbered(nodes, ids).join(requests, on="node", maintain_order="right")
+    at = own.select("node").with_row_index("at").join(requests, on="node", maintain_order="right")
     sig = signature_rows(signatures, cfg)
-    out = {}
-    for (to, use), rows in asked.partition_by("to", "use", as_dict=True).items():
-        picked = flat_signatures(sig[rows.get_column("local").to_numpy()])
-        rows = rows.drop("local", "to", "use")
-        out[f"to-{to:05d}/{use}"] = StageResult(
-            rows, empty_rejects(), {"rows": rows.height}, {"signatures": picked}
+    for (to, use), asked in at.partition_by("to", "use", as_dict=True).items():
+        rows = asked.get_column("at").to_numpy()
+        picked = flat_signatures(sig[local[rows]])
+        yield (
+            f"to-{to:05d}/{use}",
+            StageResult(own[rows], empty_rejects(), {"rows": len(rows)}, {"signatures": picked}),
         )
-    return out
 
 
 def verify_pairs(
