@@ -43,7 +43,7 @@ _RECORDS = pl.DataFrame(
         "has_codes": pl.Boolean,
     }
 ).select("row", "record_id", "key", "content_hash", *dd.RANK)
-_EDGES = pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
+EDGES = pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
 
 
 def _side(kept: pl.DataFrame, **state: pl.DataFrame) -> StageResult:
@@ -292,7 +292,7 @@ def verify_pairs(
     u, v = (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
     far_source = source_of(v, starts)
     own, own_sig = _numbered(nodes, ids), signature_rows(signatures, cfg)
-    edges, counters = [_EDGES], {"candidate_pairs": len(key)}
+    edges, counters = [EDGES], {"candidate_pairs": len(key)}
     for sources, imported, imported_signatures in groups:
         mine = np.isin(far_source, sources)
         far = (imported, signature_rows(imported_signatures, cfg)) if imported is not None else None
@@ -338,7 +338,7 @@ def _decide_group(
     }
     features["days"] = dd._days(features["reported_at"])
     out = dd._decide(features, sig, *at, cfg)
-    edges = pl.DataFrame({"u": node[out.pop("u")], "v": node[out.pop("v")]}, schema=_EDGES.schema)
+    edges = pl.DataFrame({"u": node[out.pop("u")], "v": node[out.pop("v")]}, schema=EDGES.schema)
     return {"edges": edges, **out}
 
 

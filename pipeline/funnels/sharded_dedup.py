@@ -181,10 +181,7 @@ def _verify(
     for c in checked:
         for name in counters:
             counters[name] += c["edges"].counters[name]
-    edges = pl.concat(
-        [pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})]
-        + [pl.read_parquet(c["edges"].kept) for c in checked]
-    )
+    edges = pl.concat([ds.EDGES] + [pl.read_parquet(c["edges"].kept) for c in checked])
     return edges["u"].to_numpy(), edges["v"].to_numpy(), counters, exported
 
 
