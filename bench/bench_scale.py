@@ -10,7 +10,8 @@ shard of the default 250,000 rows each, in the generator's rotating layouts), th
 for each worker count runs `cnc-corpus run clean-workorders [--workers N]` in a child process
 (the real flow, Prefect's temporary server included) and reports wall time and the peak
 memory of the whole process tree: the sum of the RSS of the child and all its descendants
-(Dask scheduler, nanny and worker processes, Prefect's server), sampled every 0.2 s.
+(Dask scheduler, nanny and worker processes, Prefect's server), sampled every 0.2 s, and
+how that peak divides between the flow process, Prefect's server and the Dask processes.
 """
 
 from __future__ import annotations
@@ -33,12 +34,21 @@ from bench.bench_workorders import flow_env
 REPO = Path(__file__).resolve().parent.parent
 
 
-def tree_rss(proc: psutil.Process) -> int:
-    """Bytes resident in `proc` and all its descendants now."""
-    total = 0
+def _role(proc: psutil.Process, flow: psutil.Process) -> str:
+    """Which part of the run `proc` is: the flow, Prefect's server, or a Dask process."""
+    if proc.pid == flow.pid:
+        return "flow"
+    command = " ".join(proc.cmdline())
+    return "prefect_server" if "prefect" in command and "server" in command else "dask"
+
+
+def tree_rss(proc: psutil.Process) -> dict[str, int]:
+    """Bytes resident now in `proc` and its descendants, summed by role (see `_role`)."""
+    total: dict[str, int] = {}
     for p in [proc, *proc.children(recursive=True)]:
         with contextlib.suppress(psutil.Error):  # exited between listing and reading
-            total += p.memory_info().rss
+            role = _role(p, proc)
+            total[role] = total.get(role, 0) + p.memory_info().rss
     return total
 
 
@@ -63,16 +73,18 @@ def generate(rows: int, corpus: Path, shards: int) -> None:
         (folder / "clusters.parquet").unlink(missing_ok=True)  # ground truth, not input
 
 
-def run_flow(corpus: Path, out: Path, workers: int, work: Path) -> dict[str, float]:
+def run_flow(corpus: Path, out: Path, workers: int, work: Path) -> dict[str, object]:
     env = flow_env(work)
     command = [sys.executable, "-m", "flows.cli", "run", "clean-workorders"]
     command += ["--input", str(corpus), "--out", str(out)]
     command += ["--workers", str(workers)] if workers else []
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL)
-    watched, peak = psutil.Process(proc.pid), 0
+    watched, peak, at_peak = psutil.Process(proc.pid), 0, {}
     while proc.poll() is None:
-        peak = max(peak, tree_rss(watched))
+        now = tree_rss(watched)
+        if sum(now.values()) > peak:
+            peak, at_peak = sum(now.values()), now
         time.sleep(0.2)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
@@ -82,6 +94,7 @@ def run_flow(corpus: Path, out: Path, workers: int, work: Path) -> dict[str, flo
     return {
         "wall_s": round(wall, 1),
         "peak_tree_rss_gib": round(peak / 2**30, 2),
+        "at_peak_gib": {role: round(rss / 2**30, 2) for role, rss in sorted(at_peak.items())},
         "kept": manifest["counts"]["kept"],
         "rejected": manifest["counts"]["rejected"],
     }

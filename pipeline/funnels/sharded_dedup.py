@@ -221,12 +221,39 @@ def dedup_shards(
         return []
     run = step_key("dedup.run", *shards, *index, *base)
     d = _Driver(runner, work / "dedup", run[:24], base)
-    dcfg = cfg.dedup
-    n_shards = len(shards)
     feats = [
         o["features"]
-        for o in d.map("dedup.nodes", [{"records": [p]} for p in shards], [{}] * n_shards)
+        for o in d.map("dedup.nodes", [{"records": [p]} for p in shards], [{}] * len(shards))
     ]
+    rows = [pl.scan_parquet(p).select(pl.len()).collect().item() for p in shards]
+    decisions, counters, exported = _decisions(d, feats, index, rows, cfg)
+    apply_inputs, apply_params = [], []
+    for i, (path, f) in enumerate(zip(shards, feats, strict=True)):
+        foreign = _labelled(exported, f"to-{i:05d}/index")
+        apply_inputs.append(
+            {
+                "records": [path],
+                "features": [f.kept],
+                "nodes": [f.state["nodes"]],
+                "signatures": [f.state["signatures"]],
+                "foreign": [o.kept for o in foreign],
+                "foreign_signatures": [o.state["signatures"] for o in foreign],
+                "decisions": decisions[i],
+            }
+        )
+        apply_params.append({"counters": counters if i == 0 else {}})
+    return [o["dedup"] for o in d.map("dedup.apply", apply_inputs, apply_params)]
+
+
+def _decisions(
+    d: _Driver, feats: list[StageOutput], index: list[str], rows: list[int], cfg: PipelineConfig
+) -> tuple[list[list[str]], dict[str, int], list[dict[str, StageOutput]]]:
+    """The decisions table of each shard (local_row, _reason, _duplicate_of of its records in
+    clusters decided here; none where it has none), the stage's counters, and the export
+    steps' outputs. Its tables over the whole run (nodes, components, ranked records) are
+    freed on return, before the apply steps run."""
+    dcfg = cfg.dedup
+    n_shards = len(feats)
     published = [
         o["nodes"] for o in d.map("dedup.index", [{"index": [p]} for p in index], [{}] * len(index))
     ]
@@ -241,7 +268,6 @@ def dedup_shards(
     bits = max((n_new + n_old - 1).bit_length(), 1)
 
     src_inputs, sizes = _sources(d, feats, first, published)
-    rows = [pl.scan_parquet(p).select(pl.len()).collect().item() for p in shards]
     parts = ds.partition_bits(n_new + n_old, cfg.execution.dedup_partition_entries, dcfg)
     params = {"bits": bits, "parts": parts}
     buckets = d.map("dedup.buckets", src_inputs, [params] * len(src_inputs))
@@ -287,31 +313,21 @@ def dedup_shards(
     ).collect()
     verdicts = dd.decide_clusters(records, old_clusters, ("row", "shard", "local_row"))
 
-    # per shard: its rejects, and its kept records' index rows
+    # per shard: the verdicts on its records
     empty_content = sum(rows) - sum(
         pl.scan_parquet(f.kept).select(pl.len()).collect().item() for f in feats
     )
     counters = {"empty_content": empty_content, **decided}
     mine_by_shard = verdicts.partition_by("shard", as_dict=True, include_key=False)
-    apply_inputs, apply_params = [], []
-    for i, (path, f) in enumerate(zip(shards, feats, strict=True)):
-        mine = mine_by_shard.get((i,))
-        apply_inputs.append(
-            {
-                "records": [path],
-                "features": [f.kept],
-                "nodes": [f.state["nodes"]],
-                "signatures": [f.state["signatures"]],
-                "foreign": [o.kept for o in _labelled(exported, f"to-{i:05d}/index")],
-                "foreign_signatures": [
-                    o.state["signatures"] for o in _labelled(exported, f"to-{i:05d}/index")
-                ],
-                "decisions": [
-                    d.save(f"decisions-{i}", mine.select("local_row", "_reason", "_duplicate_of"))
-                ]
-                if mine is not None
-                else [],
-            }
-        )
-        apply_params.append({"counters": counters if i == 0 else {}})
-    return [o["dedup"] for o in d.map("dedup.apply", apply_inputs, apply_params)]
+    decisions = [
+        [
+            d.save(
+                f"decisions-{i}",
+                mine_by_shard[(i,)].select("local_row", "_reason", "_duplicate_of"),
+            )
+        ]
+        if (i,) in mine_by_shard
+        else []
+        for i in range(n_shards)
+    ]
+    return decisions, counters, exported
