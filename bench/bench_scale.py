@@ -83,8 +83,8 @@ def run_flow(corpus: Path, out: Path, workers: int, work: Path) -> dict[str, obj
     watched, peak, at_peak = psutil.Process(proc.pid), 0, {}
     while proc.poll() is None:
         now = tree_rss(watched)
-        if sum(now.values()) > peak:
-            peak, at_peak = sum(now.values()), now
+        if (total := sum(now.values())) > peak:
+            peak, at_peak = total, now
         time.sleep(0.2)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
