@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.incidents import build_incidents
-from pipeline.ingest.alarm_logs import read_alarm_log
+from pipeline.alarms.incidents import build_incidents
+from pipeline.ingest.alarm_logs.reader import read_alarm_log
 from schemas.alarm_logs import AlarmLogSource
 
 NIST = (

@@ -50,8 +50,8 @@ def peak_rss_gib() -> float:
 
 
 def prepare(rows: int, seed: int) -> Path:
-    """Generate, normalize (pipeline.normalize) and store the corpus the runs read."""
-    from pipeline.normalize import normalize
+    """Generate, normalize (pipeline.stages.normalize) and store the corpus the runs read."""
+    from pipeline.stages.normalize import normalize
     from sample_data.generate import generate
     from schemas.normalize import NormalizeConfig
 
@@ -121,7 +121,7 @@ def score(folder: Path, removed: list[str]) -> dict[str, float]:
 
 
 def worker_ours(folder: Path, threads: int) -> None:
-    from pipeline.dedup import dedup
+    from pipeline.dedup.minhash import dedup
     from schemas.dedup import DedupConfig
 
     df = pl.read_parquet(folder / "normalized.parquet")

@@ -10,7 +10,7 @@ nodes (80 % far nodes of pairs, 20 % index rows) from `--askers` shards, about w
 was asked per step at 10M (38.7M requests over 40 sources). The tables are saved as
 `execute_step` saves them, in a child process that loads the inputs as a step does. Prints
 the wall time and the peak RSS above the loaded inputs (sampled every 5 ms). `--code` loads
-another version of `pipeline/dedup_shards.py` (from `git show REV:pipeline/dedup_shards.py`)
+another version of `pipeline/dedup/steps.py` (from `git show REV:pipeline/dedup/steps.py`)
 to compare.
 """
 
@@ -29,10 +29,10 @@ import numpy as np
 import polars as pl
 import psutil
 
-from pipeline import dedup_shards
+from pipeline.dedup import steps as dedup_shards
+from pipeline.execution.stage_files import save_stage
 from pipeline.funnels import workorders
-from pipeline.funnels.stage_files import save_stage
-from pipeline.ingest.workorders import read_workorder_parts
+from pipeline.ingest.workorders.reader import read_workorder_parts
 from schemas.config import PipelineConfig
 
 INPUTS = ("nodes", "signatures", "ids", "requests")
@@ -97,7 +97,7 @@ def main() -> None:
     parser.add_argument("csv", type=Path)
     parser.add_argument("--requests", type=int, default=1_000_000)
     parser.add_argument("--askers", type=int, default=40)
-    parser.add_argument("--code", type=Path, help="another pipeline/dedup_shards.py")
+    parser.add_argument("--code", type=Path, help="another pipeline/dedup/steps.py")
     parser.add_argument("--inputs", type=Path, help=argparse.SUPPRESS)  # the measuring child
     args = parser.parse_args()
     cfg = PipelineConfig()

@@ -20,7 +20,7 @@ from itertools import combinations
 
 import polars as pl
 
-from pipeline.dedup import dedup, normalized_text
+from pipeline.dedup.minhash import dedup, normalized_text
 from schemas.dedup import DedupConfig
 
 PARTS_ZH = [

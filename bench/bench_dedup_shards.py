@@ -1,5 +1,5 @@
-"""Sharded dedup (pipeline/funnels/sharded_dedup.py, in process) against the single-frame
-`pipeline.dedup.dedup` on the same generated corpus: wall time, peak RSS, time per step.
+"""Sharded dedup (pipeline/dedup/sharded.py, in process) against the single-frame
+`pipeline.dedup.minhash.dedup` on the same generated corpus: wall time, peak RSS, time per step.
 
     .venv/bin/python bench/bench_dedup_shards.py --rows 100000 1000000 --rounds 3
 
@@ -44,7 +44,7 @@ def shard_files(folder: Path, shard_rows: int) -> list[str]:
 
 
 def worker_single(folder: Path) -> dict:
-    from pipeline.dedup import dedup
+    from pipeline.dedup.minhash import dedup
     from schemas.config import PipelineConfig
 
     t = time.perf_counter()
@@ -54,9 +54,9 @@ def worker_single(folder: Path) -> dict:
 
 
 def worker_sharded(folder: Path, shard_rows: int) -> dict:
-    from pipeline.funnels.sharded_dedup import dedup_shards
-    from pipeline.funnels.stage_files import load_rejects
-    from pipeline.funnels.steps import InProcess
+    from pipeline.dedup.sharded import dedup_shards
+    from pipeline.execution.stage_files import load_rejects
+    from pipeline.execution.steps import InProcess
     from schemas.config import PipelineConfig
 
     paths = shard_files(folder, shard_rows)

@@ -21,7 +21,7 @@ from pathlib import Path
 CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from pipeline.ingest.workorders import read_workorder_parts
+from pipeline.ingest.workorders.reader import read_workorder_parts
 from schemas.ingest import IngestConfig
 path, part_rows = Path(sys.argv[1]), int(sys.argv[2])
 start, rows = time.perf_counter(), 0

@@ -15,7 +15,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.normalize import normalize  # noqa: E402
+from pipeline.stages.normalize import normalize  # noqa: E402
 from schemas.normalize import NormalizeConfig  # noqa: E402
 from schemas.records import INGESTED_SCHEMA  # noqa: E402
 

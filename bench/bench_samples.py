@@ -18,9 +18,9 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.messages import render_messages  # noqa: E402
-from pipeline.structure import structure  # noqa: E402
-from pipeline.tiers import assign_tiers  # noqa: E402
+from pipeline.stages.messages import render_messages  # noqa: E402
+from pipeline.stages.structure import structure  # noqa: E402
+from pipeline.stages.tiers import assign_tiers  # noqa: E402
 from sample_data.generate import generate  # noqa: E402
 from schemas.records import PARTS  # noqa: E402
 

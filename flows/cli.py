@@ -17,8 +17,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.errors import PipelineError, UsageError
-from pipeline.paths import check_input, check_output
+from pipeline.core.errors import PipelineError, UsageError
+from pipeline.core.paths import check_input, check_output
 
 # flow name -> "module:function"; imported lazily so `estimate` does not pay for Prefect.
 FLOWS: dict[str, str] = {
@@ -181,7 +181,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _pilot(args: argparse.Namespace) -> int:
-    from pipeline.pilot import pilot
+    from pipeline.training.pilot import pilot
     from schemas.config import ConfigError, load_config
 
     cfg = load_config(args.config)

@@ -19,12 +19,12 @@ from prefect.artifacts import (
 from prefect.states import Failed, State
 from prefect.task_runners import TaskRunner
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
+from pipeline.execution.steps import Call, Runner, execute_step
 from pipeline.funnels.refresh import Sources, refresh
-from pipeline.funnels.snapshot import Published, no_samples_reason
-from pipeline.funnels.steps import Call, Runner, execute_step
-from pipeline.plan import plan_table_rows
-from pipeline.report import funnel_markdown
+from pipeline.publish.report import funnel_markdown
+from pipeline.publish.snapshot import Published, no_samples_reason
+from pipeline.training.plan import plan_table_rows
 from schemas.config import PipelineConfig, load_config, with_execution
 from schemas.execution import ExecutionConfig
 from schemas.manifest import StageOutput

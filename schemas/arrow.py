@@ -82,7 +82,7 @@ FAULT_CODES = pa.schema(
     ]
 )
 
-# Tool-use samples (pipeline.tool_samples): `messages` + `tools` for Hugging Face / TRL chat
+# Tool-use samples (pipeline.kb.tool_samples): `messages` + `tools` for Hugging Face / TRL chat
 # templates, `conversations` + `tools_json` for LLaMA-Factory's sharegpt tool format.
 TOOL_CALL = pa.struct(
     [
@@ -154,7 +154,7 @@ SFT_TOOLS = pa.schema(
     ]
 )
 
-# Alarm-log incidents (pipeline.incidents.incident_table): one row per burst of an alarm on a
+# Alarm-log incidents (pipeline.alarms.incidents.incident_table): one row per burst of an alarm on a
 # machine, kept whether or not a fault-code entry or a work order explains it.
 INCIDENTS = pa.schema(
     [

@@ -12,7 +12,7 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from schemas.alarm_logs import AlarmLogsConfig
 from schemas.dedup import DedupConfig
 from schemas.execution import ExecutionConfig

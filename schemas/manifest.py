@@ -128,7 +128,7 @@ class SideOutputs(BaseModel):
     sft: list[str] = []  # samples already tiered, rendered and tokenized
     rejects: list[str] = []  # rejects of the SFT funnel
     side_rejects: list[str] = []  # rejects of manuals and fault tables
-    counts: list[str] = []  # per-file funnel counts (pipeline.ledger.COUNTS_SCHEMA)
+    counts: list[str] = []  # per-file funnel counts (pipeline.publish.ledger.COUNTS_SCHEMA)
     ledger: list[str] = []  # ledger rows of the files read
     pretrain: str | None = None
     fault_codes: str | None = None

@@ -23,7 +23,7 @@ import polars as pl
 import pytest
 
 from flows.cli import main
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.funnels.refresh import Sources, refresh
 from schemas.config import PipelineConfig
 

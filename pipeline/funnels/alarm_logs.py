@@ -18,19 +18,19 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.funnels.workorders import RENDER
-from pipeline.incident_samples import incident_samples
-from pipeline.incidents import (
+from pipeline.alarms.incidents import (
     drop_described_incidents,
     incident_funnel,
     incident_table,
     machine_partition,
 )
-from pipeline.ingest.alarm_logs import read_alarm_log_file
+from pipeline.alarms.samples import incident_samples
+from pipeline.core.stage import Stage, StageResult, empty_rejects, run_stages, stage_result
+from pipeline.funnels.workorders import RENDER
+from pipeline.ingest.alarm_logs.reader import read_alarm_log_file
 from pipeline.ingest.files import relative_path, sha256_bytes
-from pipeline.ledger import ledger_row
-from pipeline.stage import Stage, StageResult, empty_rejects, run_stages, stage_result
-from pipeline.tiers import assign_tiers
+from pipeline.publish.ledger import ledger_row
+from pipeline.stages.tiers import assign_tiers
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, INCIDENT_SCHEMA, AlarmLogSource
 from schemas.config import PipelineConfig
 from schemas.manuals import FAULT_CODE_SCHEMA

@@ -14,9 +14,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.errors import StateError
+from pipeline.core.errors import StateError
 from pipeline.ingest.files import relative_path, sha256_file
-from pipeline.ledger import RefreshPlan, plan_refresh
+from pipeline.publish.ledger import RefreshPlan, plan_refresh
 
 
 @dataclass(frozen=True)

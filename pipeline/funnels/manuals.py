@@ -13,15 +13,15 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.fault_codes import extract_alarm_tables, merge_knowledge_base, read_vendor_tables
+from pipeline.core.stage import Stage, StageResult, empty_rejects, make_rejects, stage_result
+from pipeline.ingest.documents.manuals import STAGE as PARSE_STAGE
+from pipeline.ingest.documents.manuals import chunk_sections, is_manual_text, read_manual
 from pipeline.ingest.encoding import resolved_encoding
 from pipeline.ingest.files import relative_path, sha256_bytes
-from pipeline.ingest.manuals import STAGE as PARSE_STAGE
-from pipeline.ingest.manuals import chunk_sections, is_manual_text, read_manual
-from pipeline.ledger import ledger_row
-from pipeline.stage import Stage, StageResult, empty_rejects, make_rejects, stage_result
+from pipeline.kb.fault_codes import extract_alarm_tables, merge_knowledge_base, read_vendor_tables
+from pipeline.publish.ledger import ledger_row
+from pipeline.stages.tokens import count_tokens
 from pipeline.text.pii import count_placeholders, redact_pii
-from pipeline.tokens import count_tokens
 from schemas.config import PipelineConfig
 from schemas.manuals import MANUAL_SECTION_SCHEMA, ManualSource
 from schemas.records import LINEAGE_SCHEMA

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.errors import QuarantineError
+from pipeline.core.errors import QuarantineError
+from pipeline.core.stage import empty_rejects, make_rejects
 from pipeline.ingest.lineage import record_ids
-from pipeline.stage import empty_rejects, make_rejects
 
 STAGE = "quarantine"
 

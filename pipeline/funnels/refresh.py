@@ -20,6 +20,14 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.alarms.incidents import WORKORDER_LINK_COLUMNS
+from pipeline.core.paths import check_output
+from pipeline.core.stage import empty_rejects
+from pipeline.dedup.sharded import dedup_shards
+from pipeline.execution.keys import code_fingerprint, code_version, step_key
+from pipeline.execution.stage_files import load_state
+from pipeline.execution.steps import PER_FILE as KINDS
+from pipeline.execution.steps import Call, Runner, in_process
 from pipeline.funnels import alarm_logs, manuals, workorders
 from pipeline.funnels.incremental import (
     FilePlan,
@@ -29,21 +37,13 @@ from pipeline.funnels.incremental import (
     plan_files,
     published_pieces,
 )
-from pipeline.funnels.keys import code_fingerprint, code_version, step_key
 from pipeline.funnels.quarantine import fail_if_strict, quarantine_rows
-from pipeline.funnels.sharded_dedup import dedup_shards
-from pipeline.funnels.snapshot import Published, SourceRun, empty_sft, publish_snapshot
-from pipeline.funnels.stage_files import load_state
-from pipeline.funnels.steps import PER_FILE as KINDS
-from pipeline.funnels.steps import Call, Runner, in_process
-from pipeline.incidents import WORKORDER_LINK_COLUMNS
 from pipeline.ingest.files import relative_path, sha256_file
 from pipeline.ingest.inventory import InputEntry, inventory
-from pipeline.ledger import ledger_row
-from pipeline.locking import corpus_lock
-from pipeline.paths import check_output
-from pipeline.publish import latest_snapshot, latest_state
-from pipeline.stage import empty_rejects
+from pipeline.publish.ledger import ledger_row
+from pipeline.publish.locking import corpus_lock
+from pipeline.publish.snapshot import Published, SourceRun, empty_sft, publish_snapshot
+from pipeline.publish.writer import latest_snapshot, latest_state
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogSource
 from schemas.config import PipelineConfig
 from schemas.manifest import SkippedFile, StageOutput

@@ -1,7 +1,7 @@
 """The work-order funnel.
 
 Per shard (a file, or a row range of a large one):   ingest -> normalize -> filter
-Over the run (pipeline/funnels/sharded_dedup.py):   dedup (against the published index),
+Over the run (pipeline/dedup/sharded.py):   dedup (against the published index),
                                                      in per-shard and per-partition steps
 Per shard:                                           structure -> tiers -> render
 """
@@ -15,16 +15,16 @@ from typing import TypeVar
 
 import polars as pl
 
-from pipeline.filters import apply_filters
+from pipeline.core.stage import Stage, StageResult, empty_rejects, run_stages, stage_result
 from pipeline.ingest.files import relative_path
-from pipeline.ingest.workorders import read_workorder_parts, source_for
-from pipeline.ledger import ledger_row
-from pipeline.messages import render_messages
-from pipeline.normalize import normalize
-from pipeline.stage import Stage, StageResult, empty_rejects, run_stages, stage_result
-from pipeline.structure import structure
-from pipeline.tiers import assign_tiers
-from pipeline.tokens import count_tokens
+from pipeline.ingest.workorders.reader import read_workorder_parts, source_for
+from pipeline.publish.ledger import ledger_row
+from pipeline.stages.filters import apply_filters
+from pipeline.stages.messages import render_messages
+from pipeline.stages.normalize import normalize
+from pipeline.stages.structure import structure
+from pipeline.stages.tiers import assign_tiers
+from pipeline.stages.tokens import count_tokens
 from schemas.config import PipelineConfig
 from schemas.ingest import SourceMapping
 from schemas.records import INGESTED_SCHEMA, NORMALIZED_EXTRA, PARTS, WORKORDER_FIELDS

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import charset_normalizer
 
-from pipeline.errors import InputFileError
+from pipeline.core.errors import InputFileError
 
 
 class EncodingError(InputFileError, ValueError):

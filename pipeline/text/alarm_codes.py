@@ -11,8 +11,8 @@ import re
 
 import polars as pl
 
-from pipeline.regex import ASCII_BOUNDARY
 from pipeline.text.pii import CN_ID, EMAIL, PHONES
+from pipeline.text.regex import ASCII_BOUNDARY
 from schemas.normalize import NormalizeConfig
 
 B = ASCII_BOUNDARY

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
-from pipeline.regex import ASCII_BOUNDARY
 from pipeline.text.mojibake import on_matching
+from pipeline.text.regex import ASCII_BOUNDARY
 from schemas.normalize import NormalizeConfig
 
 B = ASCII_BOUNDARY

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from flows.clean_workorders import clean_workorders
-from pipeline.ingest.workorders import discover_files, read_workorder_file
+from pipeline.ingest.workorders.reader import discover_files, read_workorder_file
 from schemas.config import PipelineConfig
 
 PII_PATTERNS = [

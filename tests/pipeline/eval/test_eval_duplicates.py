@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from pipeline.dedup import dedup, normalized_text
-from pipeline.filters import apply_filters
-from pipeline.normalize import normalize
+from pipeline.dedup.minhash import dedup, normalized_text
+from pipeline.stages.filters import apply_filters
+from pipeline.stages.normalize import normalize
 from schemas.dedup import DedupConfig
 from schemas.filters import FilterConfig
 from schemas.normalize import NormalizeConfig

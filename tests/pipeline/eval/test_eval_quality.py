@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.dedup import dedup
-from pipeline.filters import apply_filters
-from pipeline.normalize import normalize
-from pipeline.structure import structure
-from pipeline.tiers import assign_tiers
+from pipeline.dedup.minhash import dedup
+from pipeline.stages.filters import apply_filters
+from pipeline.stages.normalize import normalize
+from pipeline.stages.structure import structure
+from pipeline.stages.tiers import assign_tiers
 from schemas.dedup import DedupConfig
 from schemas.filters import FilterConfig
 from schemas.normalize import NormalizeConfig

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.alarms.incidents import WORKORDER_LINK_COLUMNS, machine_partition
 from pipeline.funnels import alarm_logs
 from pipeline.funnels import refresh as funnels_refresh
 from pipeline.funnels.incremental import collect_published
 from pipeline.funnels.refresh import Sources, refresh
-from pipeline.incidents import WORKORDER_LINK_COLUMNS, machine_partition
 from schemas.config import PipelineConfig
 
 

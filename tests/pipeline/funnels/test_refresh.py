@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipeline.core.stage import Stage, StageInputError
 from pipeline.funnels.refresh import Sources, refresh
-from pipeline.funnels.snapshot import no_samples_reason
-from pipeline.stage import Stage, StageInputError
+from pipeline.publish.snapshot import no_samples_reason
 from schemas.config import PipelineConfig
 
 CFG = PipelineConfig()
