@@ -55,8 +55,8 @@ def worker_single(folder: Path) -> dict:
 
 def worker_sharded(folder: Path, shard_rows: int) -> dict:
     from pipeline.dedup.sharded import dedup_shards
+    from pipeline.execution.runner import InProcess
     from pipeline.execution.stage_files import load_rejects
-    from pipeline.execution.steps import InProcess
     from schemas.config import PipelineConfig
 
     paths = shard_files(folder, shard_rows)
@@ -67,12 +67,12 @@ def worker_sharded(folder: Path, shard_rows: int) -> dict:
     rss: dict[str, float] = {"start": peak_rss_gib()}
 
     class Timed(InProcess):
-        def __call__(self, step, key, inputs, params):  # type: ignore[override]
-            rss.setdefault(f"before {step}", peak_rss_gib())
+        def __call__(self, call):  # type: ignore[override]
+            rss.setdefault(f"before {call.step}", peak_rss_gib())
             t = time.perf_counter()
-            out = super().__call__(step, key, inputs, params)
-            steps[step] += time.perf_counter() - t
-            rss[step] = max(rss.get(step, 0.0), peak_rss_gib())  # the peak so far
+            out = super().__call__(call)
+            steps[call.step] += time.perf_counter() - t
+            rss[call.step] = max(rss.get(call.step, 0.0), peak_rss_gib())  # the peak so far
             return out
 
     t = time.perf_counter()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.tasks import refresh_flow
+from flows.refresh import refresh_flow
 from pipeline.funnels.refresh import Sources
 
 FLOW_NAME = "clean-fault-logs"

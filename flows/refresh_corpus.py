@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.tasks import refresh_flow
+from flows.refresh import refresh_flow
 from pipeline.funnels.refresh import Sources
 
 FLOW_NAME = "refresh-corpus"

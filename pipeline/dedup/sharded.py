@@ -20,7 +20,7 @@ import polars as pl
 from pipeline.dedup import minhash as dd
 from pipeline.dedup import steps as ds
 from pipeline.execution.keys import step_key
-from pipeline.execution.steps import Call, Runner
+from pipeline.execution.step import Call, Runner
 from schemas.config import PipelineConfig
 from schemas.manifest import StageOutput
 

@@ -11,6 +11,13 @@ from pipeline.core.stage import StageResult, empty_rejects
 from schemas.manifest import StageOutput
 
 
+def read_frames(paths: list[str]) -> pl.DataFrame | None:
+    """The Parquet files `paths` as one frame (None when there are none)."""
+    if not paths:
+        return None
+    return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
+
+
 def save_stage(result: StageResult, stage: str, folder: Path) -> StageOutput:
     """Write kept rows, rejects, counters and state tables under `folder/<stage>/`."""
     target = Path(folder) / stage

@@ -1,23 +1,27 @@
-"""The manual funnel.
+"""The manual funnel, declared in `FUNNEL`:
 
-Per file:        parse (sections; pages without text rejected; a readme, licence or provenance
-                 note rejected whole as `not_manual_text`)
-Over the run:    sections -> chunks (pretraining text, tokens counted) -> redact (PII)
-                 sections -> alarm tables -+
-                 configured vendor tables --+-> fault-code knowledge base -> redact (PII)
+parse    per file: sections (pages without text rejected; a readme, licence or provenance
+         note rejected whole as `not_manual_text`)
+funnel   over the run, on parsed and carried sections:
+         sections -> chunks (pretraining text, tokens counted) -> redact (PII)
+         sections -> alarm tables -+
+         vendor fault tables -------+-> fault-code knowledge base -> redact (PII)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from pipeline.core.stage import Stage, StageResult, empty_rejects, make_rejects, stage_result
+from pipeline.execution.step import Carried, Funnel, Out, Step
+from pipeline.funnels.incremental import carried_rows
 from pipeline.ingest.documents.manuals import STAGE as PARSE_STAGE
 from pipeline.ingest.documents.manuals import chunk_sections, is_manual_text, read_manual
 from pipeline.ingest.encoding import resolved_encoding
-from pipeline.ingest.files import relative_path, sha256_bytes
+from pipeline.ingest.files import relative_path, sha256_bytes, sha256_file
 from pipeline.kb.fault_codes import extract_alarm_tables, merge_knowledge_base, read_vendor_tables
 from pipeline.publish.ledger import ledger_row
 from pipeline.stages.tokens import count_tokens
@@ -25,6 +29,10 @@ from pipeline.text.pii import count_placeholders, redact_pii
 from schemas.config import PipelineConfig
 from schemas.manuals import MANUAL_SECTION_SCHEMA, ManualSource
 from schemas.records import LINEAGE_SCHEMA
+
+if TYPE_CHECKING:
+    from pipeline.funnels.driver import FunnelRun
+    from pipeline.publish.snapshot import SourceRun
 
 KIND = "manual"
 _SECTIONS = tuple(MANUAL_SECTION_SCHEMA)
@@ -133,3 +141,129 @@ def funnel(
         "vendor_tables": vendor,
         "fault_codes": knowledge_base,
     }
+
+
+def vendor_tables(run: FunnelRun) -> list[Path]:
+    """The vendor fault tables among the inputs (read by the funnel step)."""
+    return [e.path for e in run.ctx.inventory if e.sniffed.kind == "fault_table"]
+
+
+def _source(entry: Any) -> dict[str, Any]:
+    """The configured source of a manual, or one in the layout its content showed."""
+    source = entry.source
+    if not isinstance(source, ManualSource):
+        source = ManualSource(pattern=entry.path.name, format=entry.sniffed.layout)
+    return {"source": source.model_dump(mode="json")}
+
+
+def _funnel_params(run: FunnelRun) -> dict[str, Any]:
+    return {"root": str(run.root), "vendor": [sha256_file(p) for p in vendor_tables(run)]}
+
+
+PARSE = Step(
+    "manuals.parse",
+    "file",
+    lambda cfg, f, p: parse(
+        Path(p["path"]), ManualSource.model_validate(p["source"]), Path(p["root"])
+    ),
+    stages=("parse",),
+    counted=False,
+)
+FUNNEL_STEP = Step(
+    "manuals.funnel",
+    "run",
+    lambda cfg, f, p: funnel(f["sections"], Path(p["root"]), cfg),
+    inputs={
+        "sections": Carried(
+            Out(PARSE.name, "parse"),
+            "manual_sections",
+            lambda: pl.DataFrame(schema=MANUAL_SECTION_SCHEMA),
+        )
+    },
+    stages=("chunks", "alarm_tables", "vendor_tables", "fault_codes"),
+    counted=False,
+    params=_funnel_params,
+)
+
+
+def finish(run: FunnelRun, source: SourceRun) -> None:
+    """The chunks and the knowledge base as tables, the parsed sections as state, the
+    vendor tables in the ledger, and the figures of `manifest.sources`."""
+    if not run.results[FUNNEL_STEP.name]:
+        return
+    (result,) = run.results[FUNNEL_STEP.name]
+    sections = pl.concat(
+        [pl.read_parquet(p) for p in run.inputs[FUNNEL_STEP.name]["sections"]],
+        how="vertical_relaxed",
+    )
+    pages = _section_rejects(run)
+    source.state = {"manual_sections": sections, "manual_section_rejects": pages}
+    source.tables = {"pretrain": result["chunks"].kept, "fault_codes": result["fault_codes"].kept}
+    source.side_rejects = [pages] + [
+        pl.read_parquet(result[s].rejected)
+        for s in ("chunks", "alarm_tables", "vendor_tables", "fault_codes")
+    ]
+    vendor = result["vendor_tables"]
+    read = pl.concat(
+        [pl.read_parquet(p, columns=["source_file"]) for p in (vendor.kept, vendor.rejected)]
+    )
+    source.ledger += _vendor_ledger(vendor_tables(run), run.root, read)
+    source.sources = _figures(pl.concat(source.ledger), sections, pages, result)
+
+
+def _section_rejects(run: FunnelRun) -> pl.DataFrame:
+    """The pages rejected at parse, of the files parsed now and of the carried ones."""
+    carried = carried_rows(run.ctx.state, "manual_section_rejects", run.plan.refresh.unchanged)
+    parsed = [pl.read_parquet(o.rejected) for o in run.outputs(PARSE.name, "parse")]
+    first = carried if carried is not None else empty_rejects()
+    return pl.concat([first, *parsed], how="vertical_relaxed")
+
+
+def _vendor_ledger(paths: list[Path], root: Path, read: pl.DataFrame) -> list[pl.DataFrame]:
+    """Ledger rows of the vendor fault tables read (rows: entries kept or rejected)."""
+    per_file = read.group_by("source_file").len()
+    rows = dict(zip(per_file["source_file"], per_file["len"], strict=True))
+    return [
+        ledger_row(
+            rel := relative_path(path, root),
+            "fault_table",
+            path.stat().st_size,
+            sha256_file(path),
+            "auto",
+            rows=rows.get(rel, 0),
+            reader="fault_table:vendor_table",
+        )
+        for path in paths
+    ]
+
+
+def _figures(
+    ledger: pl.DataFrame, sections: pl.DataFrame, pages: pl.DataFrame, result: dict[str, Any]
+) -> dict[str, dict[str, int]]:
+    manuals = ledger.filter(pl.col("source_kind") == KIND)
+    tables, vendor, kb = (
+        result[s].counters for s in ("alarm_tables", "vendor_tables", "fault_codes")
+    )
+    return {
+        "manual": {
+            "files": manuals.height,
+            "lines": int(manuals["lines"].sum()),
+            "sections": sections.height,
+            "rejected_pages": pages.height,
+            "chunks": result["chunks"].counters["kept"],
+        },
+        "fault_table": {
+            "read": tables["read"] + vendor["read"],
+            "kept": kb["kept"],
+            "rejected": tables["rejected"] + vendor["rejected"] + kb["rejected"],
+        },
+    }
+
+
+FUNNEL = Funnel(
+    KIND,
+    (PARSE, FUNNEL_STEP),
+    file_params=_source,
+    finish=finish,
+    always_run=lambda run: bool(vendor_tables(run)),
+)

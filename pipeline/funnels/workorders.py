@@ -1,9 +1,10 @@
-"""The work-order funnel.
+"""The work-order funnel, declared in `FUNNEL`:
 
-Per shard (a file, or a row range of a large one):   ingest -> normalize -> filter
-Over the run (pipeline/dedup/sharded.py):   dedup (against the published index),
-                                                     in per-shard and per-partition steps
-Per shard:                                           structure -> tiers -> render
+ingest   per file, in shards of `execution.shard_rows` rows        ingest
+clean    per shard                                                 normalize -> filter
+dedup    over the run, against the published index (its own      dedup
+         per-shard and per-partition steps: pipeline/dedup/)
+samples  per shard                                                 structure -> tiers -> render
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import glob
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import polars as pl
 
 from pipeline.core.stage import Stage, StageResult, empty_rejects, run_stages, stage_result
+from pipeline.dedup.sharded import dedup_shards
+from pipeline.execution.step import Funnel, Out, Step
 from pipeline.ingest.files import relative_path
 from pipeline.ingest.workorders.reader import read_workorder_parts, source_for
 from pipeline.publish.ledger import ledger_row
@@ -27,11 +30,15 @@ from pipeline.stages.tiers import assign_tiers
 from pipeline.stages.tokens import count_tokens
 from schemas.config import PipelineConfig
 from schemas.ingest import SourceMapping
+from schemas.manifest import StageOutput
 from schemas.records import INGESTED_SCHEMA, NORMALIZED_EXTRA, PARTS, WORKORDER_FIELDS
+
+if TYPE_CHECKING:
+    from pipeline.funnels.driver import FunnelRun
+    from pipeline.publish.snapshot import SourceRun
 
 T = TypeVar("T")
 KIND = "workorder"
-STAGE_ORDER = ("ingest", "normalize", "filter", "dedup", "structure", "tiers", "render")
 
 _NORMALIZED = (*INGESTED_SCHEMA, *NORMALIZED_EXTRA)
 
@@ -122,7 +129,7 @@ def _with_last(items: Iterator[T]) -> Iterator[tuple[T, bool]]:
 
 
 def clean(frame: pl.DataFrame, cfg: PipelineConfig, names: Sequence[str]) -> dict[str, StageResult]:
-    """The per-file stages after ingest."""
+    """The per-shard stages after ingest."""
     return run_stages([normalize_stage(names), FILTER], frame, cfg)
 
 
@@ -134,3 +141,64 @@ def samples(frame: pl.DataFrame, cfg: PipelineConfig) -> dict[str, StageResult]:
 def technicians(ingested: pl.DataFrame) -> list[str]:
     """Distinct technician values of the files ingested in this run, sorted."""
     return sorted(ingested["technician"].drop_nulls().unique().to_list())
+
+
+def _clean_params(run: FunnelRun) -> dict[str, list[str]]:
+    """`clean` redacts the technicians of every file ingested now in every shard."""
+    columns = [pl.DataFrame(schema={"technician": pl.String})] + [
+        pl.read_parquet(path, columns=["technician"]).unique()
+        for path in run.paths(Out(INGEST.name, "ingest"))
+    ]
+    return {"names": technicians(pl.concat(columns))}
+
+
+def dedup(run: FunnelRun) -> list[dict[str, StageOutput]]:
+    """The sharded dedup over the cleaned shards, against the carried published index."""
+    shards = run.paths(Out(CLEAN.name, "filter"))
+    if not shards:
+        return []
+    index = run.carried_parts("dedup_index")
+    base = (*run.plan.refresh.unchanged, *run.ctx.base)
+    deduped = dedup_shards(run.ctx.runner, run.ctx.work, shards, index, run.ctx.cfg, base)
+    return [{"dedup": d} for d in deduped]
+
+
+def finish(run: FunnelRun, source: SourceRun) -> None:
+    """The dedup index the next refresh reads: the carried rows, then each shard's kept
+    records (written part by part)."""
+    index = run.carried_parts("dedup_index")
+    deduped = run.outputs(DEDUP.name, "dedup")
+    if deduped or index:
+        source.state = {"dedup_index": index + [d.state["index"] for d in deduped]}
+
+
+INGEST = Step(
+    "workorders.ingest",
+    "file",
+    lambda cfg, f, p: ingest(Path(p["path"]), Path(p["root"]), cfg, p["layout"]),
+    stages=("ingest",),
+)
+CLEAN = Step(
+    "workorders.clean",
+    "shard",
+    lambda cfg, f, p: clean(f["ingested"], cfg, p["names"]),
+    inputs={"ingested": Out(INGEST.name, "ingest")},
+    stages=("normalize", "filter"),
+    params=_clean_params,
+)
+DEDUP = Step("workorders.dedup", "driver", stages=("dedup",), drive=dedup)
+SAMPLES = Step(
+    "workorders.samples",
+    "shard",
+    lambda cfg, f, p: samples(f["kept"], cfg),
+    inputs={"kept": Out(DEDUP.name, "dedup")},
+    stages=("structure", "tiers", "render"),
+)
+FUNNEL = Funnel(
+    KIND,
+    (INGEST, CLEAN, DEDUP, SAMPLES),
+    file_params=lambda entry: {"layout": entry.sniffed.layout or "auto"},
+    finish=finish,
+    sft=(SAMPLES.name, "render"),
+    carries_published=True,
+)

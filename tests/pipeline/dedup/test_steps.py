@@ -10,8 +10,8 @@ import pytest
 
 from pipeline.dedup.minhash import dedup
 from pipeline.dedup.sharded import dedup_shards
+from pipeline.execution.runner import InProcess, in_process
 from pipeline.execution.stage_files import load_kept, load_rejects, load_state
-from pipeline.execution.steps import InProcess, in_process
 from pipeline.funnels import workorders
 from pipeline.ingest.workorders.reader import discover_files, read_workorder_file
 from schemas.config import PipelineConfig, load_config
@@ -56,10 +56,12 @@ class Recording(InProcess):
         super().__init__(work, cfg)
         object.__setattr__(self, "seen", [])
 
-    def __call__(self, step, key, inputs, params):  # type: ignore[override]
-        groups = [_rows({k: g[k] for k in g if k != "sources"}) for g in params.get("groups", [])]
-        self.seen.append((step, _rows(inputs), groups))
-        return super().__call__(step, key, inputs, params)
+    def __call__(self, call):  # type: ignore[override]
+        groups = [
+            _rows({k: g[k] for k in g if k != "sources"}) for g in call.params.get("groups", [])
+        ]
+        self.seen.append((call.step, _rows(call.inputs), groups))
+        return super().__call__(call)
 
 
 def _single(frame: pl.DataFrame, index: pl.DataFrame | None, cfg: PipelineConfig):
@@ -153,10 +155,10 @@ def test_no_dedup_step_holds_every_record(repo: Path, tmp_path, monkeypatch) -> 
         return read_parquet(source, *args, **kwargs)
 
     class Steps(Recording):  # the steps read as they do; the driver's reads are noted
-        def __call__(self, step, key, inputs, params):  # type: ignore[override]
+        def __call__(self, call):  # type: ignore[override]
             monkeypatch.setattr(pl, "read_parquet", read_parquet)
             try:
-                return super().__call__(step, key, inputs, params)
+                return super().__call__(call)
             finally:
                 monkeypatch.setattr(pl, "read_parquet", reading)
 

@@ -11,7 +11,7 @@ import polars as pl
 
 from pipeline.alarms.incidents import WORKORDER_LINK_COLUMNS, machine_partition
 from pipeline.funnels import alarm_logs
-from pipeline.funnels import refresh as funnels_refresh
+from pipeline.funnels import alarm_logs as alarm_funnel
 from pipeline.funnels.incremental import collect_published
 from pipeline.funnels.refresh import Sources, refresh
 from schemas.config import PipelineConfig
@@ -112,7 +112,7 @@ def test_incidents_link_carried_work_orders_read_in_pieces(
         pieces.append(collect_published(rows, snapshot))
         return pieces[-1]
 
-    monkeypatch.setattr(funnels_refresh, "collect_published", reading)
+    monkeypatch.setattr(alarm_funnel, "collect_published", reading)
     again = refresh("refresh-corpus", sources, tmp_path / "out", _shard_rows(cfg, 1))
     assert again.manifest.refresh.carried == first.manifest.refresh.processed
     assert [p.height for p in pieces] == [1] * (len(ORDERS) - 1)  # one work order a piece
