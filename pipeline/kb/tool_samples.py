@@ -68,7 +68,6 @@ TOOL_CALL = pl.Struct(
     {"type": pl.String, "function": pl.Struct({"name": pl.String, "arguments": ARGUMENTS})}
 )
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "tool_calls": pl.List(TOOL_CALL)})
-TURN = pl.Struct({"role": pl.String, "content": pl.String})
 
 
 def _localized(text: Localized) -> pl.Expr:
