@@ -67,7 +67,6 @@ ARGUMENTS = pl.Struct({"code": pl.String})
 TOOL_CALL = pl.Struct(
     {"type": pl.String, "function": pl.Struct({"name": pl.String, "arguments": ARGUMENTS})}
 )
-MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "tool_calls": pl.List(TOOL_CALL)})
 
 
 def _localized(text: Localized) -> pl.Expr:
