@@ -159,8 +159,29 @@ def link_workorders(
     (incident_id, workorder_id, alarm_code, distance_s), one row per linked work order.
     """
     cfg = cfg or IncidentConfig()
-    window = pl.duration(microseconds=int(cfg.link_window_s * 1_000_000))
-    orders = (
+    orders = _order_codes(workorders, machine_col, time_col, codes_col)
+    links = (
+        _candidates(incidents, orders, cfg.link_window_s)
+        .sort("workorder_id", "distance_s", "first_at", "incident_id", "alarm_code")
+        .group_by("workorder_id", maintain_order=True)
+        .first()
+        .select("incident_id", "workorder_id", "alarm_code", "distance_s")
+        .sort("incident_id", "workorder_id")
+    )
+    per_incident = links.group_by("incident_id").agg(pl.col("workorder_id").sort().alias("_linked"))
+    linked = (
+        incidents.join(per_incident, left_on="record_id", right_on="incident_id", how="left")
+        .with_columns(workorder_ids=pl.coalesce("_linked", pl.lit([], dtype=pl.List(pl.String))))
+        .drop("_linked")
+    )
+    return linked, links
+
+
+def _order_codes(
+    workorders: pl.DataFrame, machine_col: str, time_col: str, codes_col: str
+) -> pl.DataFrame:
+    """One row per work order and code: workorder_id, _machine, _at and _code (the keys)."""
+    return (
         workorders.select(
             pl.col("record_id").alias("workorder_id"),
             _machine_key(machine_col).alias("_machine"),
@@ -173,7 +194,13 @@ def link_workorders(
         .drop("alarm_code")
         .unique()
     )
-    candidates = (
+
+
+def _candidates(incidents: pl.DataFrame, orders: pl.DataFrame, window_s: float) -> pl.DataFrame:
+    """Every (incident code, work order) pair on one machine and code with the order reported
+    within `window_s` of the incident's span, and `distance_s` from that span (0 inside it)."""
+    window = pl.duration(microseconds=int(window_s * 1_000_000))
+    return (
         incidents.select(
             pl.col("record_id").alias("incident_id"),
             "machine",
@@ -198,20 +225,6 @@ def link_workorders(
             / 1_000_000
         )
     )
-    links = (
-        candidates.sort("workorder_id", "distance_s", "first_at", "incident_id", "alarm_code")
-        .group_by("workorder_id", maintain_order=True)
-        .first()
-        .select("incident_id", "workorder_id", "alarm_code", "distance_s")
-        .sort("incident_id", "workorder_id")
-    )
-    per_incident = links.group_by("incident_id").agg(pl.col("workorder_id").sort().alias("_linked"))
-    linked = (
-        incidents.join(per_incident, left_on="record_id", right_on="incident_id", how="left")
-        .with_columns(workorder_ids=pl.coalesce("_linked", pl.lit([], dtype=pl.List(pl.String))))
-        .drop("_linked")
-    )
-    return linked, links
 
 
 def _machine_key(col: str) -> pl.Expr:

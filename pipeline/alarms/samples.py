@@ -19,6 +19,7 @@ from pipeline.text.language import detect_language
 from schemas.records import LINEAGE_SCHEMA, PARTS
 
 STAGE = "incident_samples"
+_ZH = pl.col("language") == "zh"
 
 
 def _span(zh: bool) -> pl.Expr:
@@ -83,71 +84,12 @@ def _collapse_repeats(joined: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
 
 def incident_samples(incidents: pl.DataFrame, knowledge_base: pl.DataFrame) -> StageResult:
     """Join incidents (INCIDENT_SCHEMA) with the knowledge base (FAULT_CODE_SCHEMA)."""
-    zh = pl.col("language") == "zh"
     base = incidents.with_columns(
         language=detect_language(pl.col("messages").list.join(" ")),
     ).with_row_index("_i")
-    matched = entries_for_codes(base, knowledge_base, ["causes", "remedies", "prevention"])
-    several = pl.len().over("_i") > 1
-    sep = pl.when(zh).then(pl.lit("；")).otherwise(pl.lit("; "))
-
-    def listed(col: str) -> pl.Expr:
-        text = pl.col(col).list.join("\x1f")
-        text = pl.when(text != "").then(text)
-        labelled = pl.when(several).then(pl.concat_str(pl.col("code"), pl.lit(": "), text))
-        return labelled.otherwise(text)
-
-    parts = (
-        matched.with_columns(_d=listed("causes"), _a=listed("remedies"), _p=pl.col("prevention"))
-        .group_by("_i", maintain_order=True)
-        .agg(
-            pl.col("_kb_id").alias("kb_ids"),
-            pl.col("_d").drop_nulls(),
-            pl.col("_a").drop_nulls(),
-            pl.col("_p").drop_nulls().unique(maintain_order=True),
-        )
-    )
+    parts = _kb_answers(base, knowledge_base)
     joined, repeats = _collapse_repeats(base.join(parts, on="_i", how="left"))
-
-    def joined_text(col: str) -> pl.Expr:
-        text = pl.col(col).list.join("\n").str.replace_all("\x1f", sep)
-        text = (
-            pl.when(zh)
-            .then(text.str.replace_all("\n", "。"))
-            .otherwise(text.str.replace_all("\n", ". "))
-        )
-        return pl.when(pl.col(col).list.len() > 0).then(text)
-
-    alarms = pl.concat_str(
-        pl.col("alarm_codes").list.join(", "), pl.lit(" "), pl.col("messages").list.join(" / ")
-    )
-    symptom = (
-        pl.when(zh)
-        .then(pl.concat_str(pl.col("machine"), pl.lit(" 报警 "), alarms, _span(True)))
-        .otherwise(
-            pl.concat_str(pl.lit("Alarm "), alarms, pl.lit(" on "), pl.col("machine"), _span(False))
-        )
-    )
-    samples = joined.with_columns(
-        symptom=symptom,
-        diagnosis=joined_text("_d"),
-        action=joined_text("_a"),
-        prevention=joined_text("_p"),
-    )
-    complete = pl.all_horizontal(pl.col(p).is_not_null() for p in PARTS)
-    origin = pl.struct(
-        symptom=pl.lit("alarm_log"),
-        diagnosis=pl.when(pl.col("diagnosis").is_not_null()).then(pl.lit("fault_table:cause")),
-        action=pl.when(pl.col("action").is_not_null()).then(pl.lit("fault_table:remedy")),
-        prevention=pl.when(pl.col("prevention").is_not_null()).then(
-            pl.lit("fault_table:prevention")
-        ),
-    )
-    samples = samples.with_columns(
-        part_origin=origin,
-        tier_hint=pl.when(~complete).then(pl.lit("C")),
-        kb_ids=pl.col("kb_ids").fill_null([]),
-    )
+    samples = _four_parts(joined)
     has_kb = pl.col("kb_ids").list.len() > 0
     kept = samples.filter(has_kb).select(
         *LINEAGE_SCHEMA,
@@ -164,8 +106,94 @@ def incident_samples(incidents: pl.DataFrame, knowledge_base: pl.DataFrame) -> S
         "event_ids",
         "workorder_ids",
     )
-    no_kb = make_rejects(
-        samples.filter(~has_kb).select(*LINEAGE_SCHEMA, "machine", "alarm_codes", "messages"),
+    return stage_result(
+        kept,
+        _rejects(samples.filter(~has_kb), repeats),
+        read=incidents.height,
+        complete=kept.filter(pl.col("tier_hint").is_null()).height,
+    )
+
+
+def _kb_answers(base: pl.DataFrame, knowledge_base: pl.DataFrame) -> pl.DataFrame:
+    """Per incident (`_i`): its `kb_ids` and the causes (`_d`), remedies (`_a`) and prevention
+    notes (`_p`) of its codes, each code's list joined by \\x1f and labelled with the code
+    when the incident has several."""
+    matched = entries_for_codes(base, knowledge_base, ["causes", "remedies", "prevention"])
+    several = pl.len().over("_i") > 1
+
+    def listed(col: str) -> pl.Expr:
+        text = pl.col(col).list.join("\x1f")
+        text = pl.when(text != "").then(text)
+        labelled = pl.when(several).then(pl.concat_str(pl.col("code"), pl.lit(": "), text))
+        return labelled.otherwise(text)
+
+    return (
+        matched.with_columns(_d=listed("causes"), _a=listed("remedies"), _p=pl.col("prevention"))
+        .group_by("_i", maintain_order=True)
+        .agg(
+            pl.col("_kb_id").alias("kb_ids"),
+            pl.col("_d").drop_nulls(),
+            pl.col("_a").drop_nulls(),
+            pl.col("_p").drop_nulls().unique(maintain_order=True),
+        )
+    )
+
+
+def _joined_text(col: str) -> pl.Expr:
+    """A list of knowledge-base texts as one part, in the incident's language; null if empty."""
+    sep = pl.when(_ZH).then(pl.lit("；")).otherwise(pl.lit("; "))
+    text = pl.col(col).list.join("\n").str.replace_all("\x1f", sep)
+    text = (
+        pl.when(_ZH)
+        .then(text.str.replace_all("\n", "。"))
+        .otherwise(text.str.replace_all("\n", ". "))
+    )
+    return pl.when(pl.col(col).list.len() > 0).then(text)
+
+
+def _symptom() -> pl.Expr:
+    """The alarms as the controller showed them, on which machine, and when."""
+    alarms = pl.concat_str(
+        pl.col("alarm_codes").list.join(", "), pl.lit(" "), pl.col("messages").list.join(" / ")
+    )
+    return (
+        pl.when(_ZH)
+        .then(pl.concat_str(pl.col("machine"), pl.lit(" 报警 "), alarms, _span(True)))
+        .otherwise(
+            pl.concat_str(pl.lit("Alarm "), alarms, pl.lit(" on "), pl.col("machine"), _span(False))
+        )
+    )
+
+
+def _four_parts(joined: pl.DataFrame) -> pl.DataFrame:
+    """Add the four parts, their `part_origin`, `tier_hint` and `kb_ids` (empty, not null)."""
+    samples = joined.with_columns(
+        symptom=_symptom(),
+        diagnosis=_joined_text("_d"),
+        action=_joined_text("_a"),
+        prevention=_joined_text("_p"),
+    )
+    complete = pl.all_horizontal(pl.col(p).is_not_null() for p in PARTS)
+    origin = pl.struct(
+        symptom=pl.lit("alarm_log"),
+        diagnosis=pl.when(pl.col("diagnosis").is_not_null()).then(pl.lit("fault_table:cause")),
+        action=pl.when(pl.col("action").is_not_null()).then(pl.lit("fault_table:remedy")),
+        prevention=pl.when(pl.col("prevention").is_not_null()).then(
+            pl.lit("fault_table:prevention")
+        ),
+    )
+    return samples.with_columns(
+        part_origin=origin,
+        tier_hint=pl.when(~complete).then(pl.lit("C")),
+        kb_ids=pl.col("kb_ids").fill_null([]),
+    )
+
+
+def _rejects(no_kb: pl.DataFrame, repeats: pl.DataFrame) -> pl.DataFrame:
+    """Incidents with no knowledge-base entry, and the repeats `_collapse_repeats` merged
+    (`exact_dup` where they have an entry, `no_fault_code_entry` where not)."""
+    unknown = make_rejects(
+        no_kb.select(*LINEAGE_SCHEMA, "machine", "alarm_codes", "messages"),
         STAGE,
         "no_fault_code_entry",
         pl.format(
@@ -191,9 +219,4 @@ def incident_samples(incidents: pl.DataFrame, knowledge_base: pl.DataFrame) -> S
         "no_fault_code_entry",
         pl.format("no knowledge-base entry for {}", pl.col("alarm_codes").list.join(", ")),
     )
-    return stage_result(
-        kept,
-        pl.concat([no_kb, repeated, unmatched]),
-        read=incidents.height,
-        complete=kept.filter(pl.col("tier_hint").is_null()).height,
-    )
+    return pl.concat([unknown, repeated, unmatched])

@@ -163,93 +163,125 @@ def labelled_entries(text: str, first_row: int, heading: str) -> list[dict]:
 
     `heading` is the section's own title: a code there starts an entry at the body's top.
     """
-    lines = text.split("\n")
-    entries: list[dict] = []
-    current: dict | None = None
-    field: str | None = None
-    prose = False  # unlabelled paragraphs belong to the entry (bold / heading code)
+    reader = _SectionReader(text.split("\n"), first_row)
+    if (heading_code := _code_start(heading.strip(), strict=False)) is not None:
+        reader.start(first_row, heading, code=heading_code[0], message=heading_code[1])
+        reader.prose = True
+    for i, line in enumerate(reader.lines):
+        reader.read(i, line.strip())
+    for entry in reader.entries:
+        _classify_prose(entry, entry.pop("_prose", ""))
+    return [e for e in reader.entries if any(e.get(k) for k in _CONTENT)]
 
-    def start(row: int, raw: str, **values: str) -> dict:
+
+class _SectionReader:
+    """Reads one section body line by line into entries: the entry being filled (`current`),
+    the field its next lines go to (`field`), and whether unlabelled paragraphs belong to it
+    (`prose`: after a bold or heading code)."""
+
+    def __init__(self, lines: list[str], first_row: int) -> None:
+        self.lines = lines
+        self.first_row = first_row
+        self.entries: list[dict] = []
+        self.current: dict | None = None
+        self.field: str | None = None
+        self.prose = False
+
+    def start(self, row: int, raw: str, **values: str) -> dict:
+        """Open a new entry (the current one from now on) with the non-empty `values`."""
         entry = {"source_row": row, "raw": raw, **{k: v for k, v in values.items() if v}}
-        entries.append(entry)
+        self.entries.append(entry)
+        self.current = entry
         return entry
 
-    if (heading_code := _code_start(heading.strip(), strict=False)) is not None:
-        current = start(first_row, heading, code=heading_code[0], message=heading_code[1])
-        prose = True
+    def read(self, i: int, stripped: str) -> None:
+        """Read line `i` of the body (stripped)."""
+        row = self.first_row + i
+        if not stripped:
+            if self.field is not None and self.current is not None and self.current.get(self.field):
+                self.field = None  # a blank line ends a field, not a label waiting for its list
+            return
+        if stripped.startswith("|") or _DECORATIVE.match(stripped):
+            self.field = None
+            self.prose = self.prose and not _DECORATIVE.match(stripped)
+            return
+        if self._bold_code(row, stripped) or self._label(row, stripped):
+            return
+        if self.field is None and self._entry_start(i, row, stripped):
+            return
+        self._continuation(stripped)
 
-    def next_is_label(i: int) -> bool:
-        for later in lines[i + 1 :]:
+    def _bold_code(self, row: int, stripped: str) -> bool:
+        """A code in bold (`**EX2201 TOOL CLAMP PRESSURE LOW**`) starts a prose entry."""
+        bold = _BOLD.match(stripped)
+        if not bold or not (found := _code_start(bold.group("inner").strip(), strict=False)):
+            return False
+        entry = self.start(row, stripped, code=found[0], message=found[1])
+        self.field, self.prose = None, True
+        if bold.group("rest"):
+            entry["_prose"] = bold.group("rest")
+        return True
+
+    def _label(self, row: int, stripped: str) -> bool:
+        """A labelled line opens its field; a symptom label after content starts an entry."""
+        if not (labelled := label_of(stripped)):
+            return False
+        name, rest = labelled
+        current = self.current
+        if name == "symptom" and (
+            current is None or any(current.get(k) for k in ("symptom", *_CONTENT))
+        ):
+            current = self.start(row, stripped)
+        if current is None:
+            return True
+        if name == "_other":
+            self.field = None
+            return True
+        if (
+            name == "message"
+            and (code := _code_start(rest, strict=False))
+            and not current.get("code")
+        ):
+            current["code"], rest = code
+        self.field = name
+        current[name] = _join(current.get(name, ""), rest) if rest else current.get(name, "")
+        current["raw"] += "\n" + stripped
+        self.prose = False
+        return True
+
+    def _entry_start(self, i: int, row: int, stripped: str) -> bool:
+        """Outside a field's list: a code line, or a numbered title that labels follow,
+        starts an entry."""
+        numbered = _NUMBERED.match(stripped)
+        found = _code_start(numbered.group("title") if numbered else stripped, strict=True)
+        if found:
+            self.start(row, stripped, code=found[0], message=found[1])
+            standalone = i == 0 or not self.lines[i - 1].strip()
+            self.field, self.prose = None, standalone and not numbered
+            return True
+        if numbered is not None and self._label_follows(i):
+            self.start(row, stripped, symptom=numbered.group("title").strip("*_ "))
+            self.field, self.prose = None, False
+            return True
+        return False
+
+    def _label_follows(self, i: int) -> bool:
+        """The next non-blank line after line `i` is a labelled one."""
+        for later in self.lines[i + 1 :]:
             if later.strip():
                 return label_of(later.strip()) is not None
         return False
 
-    for i, line in enumerate(lines):
-        row = first_row + i
-        stripped = line.strip()
-        if not stripped:
-            if field is not None and current is not None and current.get(field):
-                field = None  # a blank line ends a field, not a label waiting for its list
-            continue
-        if stripped.startswith("|") or _DECORATIVE.match(stripped):
-            field = None
-            prose = prose and not _DECORATIVE.match(stripped)
-            continue
-        bold = _BOLD.match(stripped)
-        if bold and (found := _code_start(bold.group("inner").strip(), strict=False)):
-            current = start(row, stripped, code=found[0], message=found[1])
-            field, prose = None, True
-            if bold.group("rest"):
-                current["_prose"] = bold.group("rest")
-            continue
-        if labelled := label_of(stripped):
-            name, rest = labelled
-            if name == "symptom" and (
-                current is None or any(current.get(k) for k in ("symptom", *_CONTENT))
-            ):
-                current = start(row, stripped)
-            if current is None:
-                continue
-            if name == "_other":
-                field = None
-                continue
-            if (
-                name == "message"
-                and (code := _code_start(rest, strict=False))
-                and not current.get("code")
-            ):
-                current["code"], rest = code
-            field = name
-            current[field] = _join(current.get(field, ""), rest) if rest else current.get(field, "")
-            current["raw"] += "\n" + stripped
-            prose = False
-            continue
-        numbered = _NUMBERED.match(stripped)
-        title_next = numbered is not None and field is None and next_is_label(i)
-        in_list = field is not None and not title_next
-        if not in_list:
-            candidate = numbered.group("title") if numbered else stripped
-            found = _code_start(candidate, strict=True)
-            if found and not (numbered and not title_next and field is not None):
-                current = start(row, stripped, code=found[0], message=found[1])
-                standalone = i == 0 or not lines[i - 1].strip()
-                field, prose = None, standalone and not numbered
-                continue
-            if title_next:
-                current = start(row, stripped, symptom=numbered.group("title").strip("*_ "))
-                field, prose = None, False
-                continue
-        if current is None:
-            continue
-        if field is not None:
-            current[field] = _join(current.get(field, ""), stripped)
-            current["raw"] += "\n" + stripped
-        elif prose:
-            current["_prose"] = _join(current.get("_prose", ""), stripped)
-            current["raw"] += "\n" + stripped
-    for entry in entries:
-        _classify_prose(entry, entry.pop("_prose", ""))
-    return [e for e in entries if any(e.get(k) for k in _CONTENT)]
+    def _continuation(self, stripped: str) -> None:
+        """Any other line continues the current field, or the entry's prose."""
+        if self.current is None:
+            return
+        if self.field is not None:
+            self.current[self.field] = _join(self.current.get(self.field, ""), stripped)
+            self.current["raw"] += "\n" + stripped
+        elif self.prose:
+            self.current["_prose"] = _join(self.current.get("_prose", ""), stripped)
+            self.current["raw"] += "\n" + stripped
 
 
 _CODE_TOKEN = re.compile(rf"(?P<code>{CODE_ATOM}|\d{{2,6}})(?![A-Za-z0-9])(?P<sep>{_JOIN})?")

@@ -67,8 +67,6 @@ ARGUMENTS = pl.Struct({"code": pl.String})
 TOOL_CALL = pl.Struct(
     {"type": pl.String, "function": pl.Struct({"name": pl.String, "arguments": ARGUMENTS})}
 )
-MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "tool_calls": pl.List(TOOL_CALL)})
-TURN = pl.Struct({"role": pl.String, "content": pl.String})
 
 
 def _localized(text: Localized) -> pl.Expr:
@@ -133,23 +131,59 @@ def tool_use_samples(
     `no_alarm_code`, `no_fault_code_entry` (none of its codes is in the knowledge base) or
     `no_answer` (empty assistant turn)."""
     cfg = cfg or ToolSamplesConfig()
-    kb = knowledge_base if knowledge_base is not None else pl.DataFrame(
-        schema={"code": pl.String, "language": pl.String, "record_id": pl.String,
-                "message": pl.String, "causes": pl.List(pl.String),
-                "remedies": pl.List(pl.String), "prevention": pl.String, "source": pl.String}
-    )  # fmt: skip
+    kb = knowledge_base if knowledge_base is not None else pl.DataFrame(schema=_KB_SCHEMA)
     rows = sft.with_row_index("_i").with_columns(
         _user=pl.col("messages").list.get(1, null_on_oob=True).struct.field("content"),
         _answer_text=pl.col("messages").list.get(2, null_on_oob=True).struct.field("content"),
     )
     lookups = _lookups(rows, kb)
+    joined = (
+        rows.join(_tool_turns(lookups), on="_i", how="left")
+        .with_columns(pl.col("kb_ids").fill_null([]))
+        .with_columns(_reason=_reject_reason())
+    )
+    samples = _conversations(joined.filter(pl.col("_reason").is_null()), cfg)
+    tok = load_tokenizer(tokens)
+    counts = tok.count(samples["_text"], tokens.num_threads, tokens.batch_rows, False)
+    tools = pl.Series("tools", [TOOLS] * samples.height, dtype=_tools_dtype())
+    kept = samples.with_columns(
+        tools,
+        n_tokens=pl.Series(counts, dtype=pl.Int32),
+        tool_calls=pl.col("kb_ids").list.len().cast(pl.Int32),
+    ).select(
+        "record_id", "source_kind", "source_file", "source_row", "tier", "language",
+        "alarm_codes", "kb_ids", "tool_calls", "messages", "tools", "conversations",
+        "tools_json", "n_tokens",
+    )  # fmt: skip
+    dropped = joined.filter(pl.col("_reason").is_not_null())
+    rejected = make_rejects(
+        dropped.select("record_id", "source_kind", "source_file", "source_row", "alarm_codes",
+                       "tier", "_reason"),
+        STAGE,
+        pl.col("_reason"),
+    )  # fmt: skip
+    return stage_result(kept, rejected, read=sft.height, lookups=lookups.height)
+
+
+# The knowledge base's columns when there is none.
+_KB_SCHEMA = {
+    "code": pl.String, "language": pl.String, "record_id": pl.String, "message": pl.String,
+    "causes": pl.List(pl.String), "remedies": pl.List(pl.String), "prevention": pl.String,
+    "source": pl.String,
+}  # fmt: skip
+
+
+def _tool_turns(lookups: pl.DataFrame) -> pl.DataFrame:
+    """Per sample (`_i`): its calls and tool turns, `kb_ids`, and the same calls and answers
+    as Qwen2.5's template writes them (`_call_text`, `_response_text`) and as LLaMA-Factory's
+    function_call and observation turns hold them (`_function_call`, `_observation`)."""
     call = pl.struct(
         pl.lit("function").alias("type"),
         pl.struct(pl.lit(TOOL_NAME).alias("name"), pl.struct("code").alias("arguments")).alias(
             "function"
         ),
     )
-    per_row = lookups.group_by("_i", maintain_order=True).agg(
+    return lookups.group_by("_i", maintain_order=True).agg(
         call.alias("_calls"),
         _message("tool", pl.col("_answer")).alias("_tool_turns"),
         pl.col("_kb_id").drop_nulls().alias("kb_ids"),
@@ -160,8 +194,11 @@ def tool_use_samples(
         _wrap("[", pl.col("_call").str.join(", "), "]").alias("_function_call"),
         pl.col("_answer").str.join("\n</tool_response>\n<tool_response>\n").alias("_observation"),
     )
-    joined = rows.join(per_row, on="_i", how="left").with_columns(pl.col("kb_ids").fill_null([]))
-    reason = (
+
+
+def _reject_reason() -> pl.Expr:
+    """Why a row makes no sample (null when it makes one)."""
+    return (
         pl.when(pl.col("alarm_codes").list.len().fill_null(0) == 0)
         .then(pl.lit("no_alarm_code"))
         .when(pl.col("kb_ids").list.len() == 0)
@@ -169,10 +206,13 @@ def tool_use_samples(
         .when(pl.col("_answer_text").fill_null("").str.strip_chars() == "")
         .then(pl.lit("no_answer"))
     )
-    joined = joined.with_columns(_reason=reason)
-    usable = joined.filter(pl.col("_reason").is_null())
+
+
+def _conversations(usable: pl.DataFrame, cfg: ToolSamplesConfig) -> pl.DataFrame:
+    """Add the conversation as `messages`, as `conversations` (with `tools_json`) and as the
+    text Qwen2.5's tool-calling template renders (`_text`, what `n_tokens` counts)."""
     system = _localized(cfg.system_prompt)
-    samples = usable.with_columns(
+    return usable.with_columns(
         messages=pl.concat_list(
             _message("system", system),
             _message("user", pl.col("_user")),
@@ -195,26 +235,6 @@ def tool_use_samples(
             pl.lit("<|im_end|>\n<|im_start|>assistant\n"), "_answer_text", pl.lit("<|im_end|>\n"),
         ),
     )  # fmt: skip
-    tok = load_tokenizer(tokens)
-    counts = tok.count(samples["_text"], tokens.num_threads, tokens.batch_rows, False)
-    tools = pl.Series("tools", [TOOLS] * samples.height, dtype=_tools_dtype())
-    kept = samples.with_columns(
-        tools,
-        n_tokens=pl.Series(counts, dtype=pl.Int32),
-        tool_calls=pl.col("kb_ids").list.len().cast(pl.Int32),
-    ).select(
-        "record_id", "source_kind", "source_file", "source_row", "tier", "language",
-        "alarm_codes", "kb_ids", "tool_calls", "messages", "tools", "conversations",
-        "tools_json", "n_tokens",
-    )  # fmt: skip
-    dropped = joined.filter(pl.col("_reason").is_not_null())
-    rejected = make_rejects(
-        dropped.select("record_id", "source_kind", "source_file", "source_row", "alarm_codes",
-                       "tier", "_reason"),
-        STAGE,
-        pl.col("_reason"),
-    )  # fmt: skip
-    return stage_result(kept, rejected, read=sft.height, lookups=lookups.height)
 
 
 def _tools_dtype() -> pl.DataType:

@@ -185,63 +185,10 @@ def _clauses(df: pl.DataFrame, cols: list[tuple[str, int]], rx: _Regexes) -> pl.
 
 def _assign_parts(clauses: pl.DataFrame, cols: list[tuple[str, int]], rx: _Regexes) -> pl.DataFrame:
     """Give every clause a part (_part, Int8) and an origin, then keep the best source per part."""
-    names = [c for c, _ in cols]
-    native = pl.col("_col_i").replace_strict(
-        list(range(len(cols))), [p for _, p in cols], return_dtype=pl.Int8
-    )
-    col_name = pl.col("_col_i").replace_strict(
-        list(range(len(cols))), names, return_dtype=pl.String
-    )
-    key = ["_row", "_col_i"]
-    first_in_col = pl.any_horizontal([pl.col(k) != pl.col(k).shift(1) for k in key]).fill_null(True)
-    first_in_seg = pl.any_horizontal(
-        [pl.col(k) != pl.col(k).shift(1) for k in (*key, "_seg_i")]
-    ).fill_null(True)
-    inline_part, inline_word = _struct_part("_inline", rx.inline_groups)
-    hint = pl.coalesce(
-        *[
-            pl.when(pl.col("_text").str.contains(pattern)).then(pl.lit(i, dtype=pl.Int8))
-            for i, pattern in rx.hints.items()
-        ]
-    )
-    labelled = pl.col("_label_part").is_not_null()
-    clauses = clauses.with_columns(
-        native.alias("_native"),
-        first_in_col.alias("_first_in_col"),
-        first_in_seg.alias("_first_in_seg"),
-        pl.col("_text").str.extract_groups(rx.inline).alias("_inline"),
-        hint.alias("_hint"),
-    ).with_columns(inline_part.alias("_inline_part"), inline_word.alias("_inline_word"))
-    hint_part = pl.col("_hint")
-    from_label = labelled & pl.col("_first_in_seg")
-    from_column = pl.col("_first_in_col") & ~labelled & (pl.col("_native") >= 0)
-    from_hint = ~labelled & ~pl.col("_first_in_col")
-    part = (
-        pl.when(from_label)
-        .then(pl.col("_label_part"))
-        .when(from_column)
-        .then(pl.col("_native"))
-        .when(pl.col("_inline_part").is_not_null())
-        .then(pl.col("_inline_part"))
-        .when(from_hint & hint_part.is_not_null())
-        .then(hint_part)
-        .when(pl.col("_first_in_col"))
-        .then(pl.lit(-1, dtype=pl.Int8))  # sentinel: free text with no part; stops forward fill
-    )
-    origin = (
-        pl.when(from_label)
-        .then(pl.lit("cue:") + pl.col("_label_word"))
-        .when(from_column)
-        .then(pl.lit("column:") + col_name)
-        .when(pl.col("_inline_part").is_not_null())
-        .then(pl.lit("cue:") + pl.col("_inline_word"))
-        .when(from_hint & hint_part.is_not_null())
-        .then(pl.lit("unlabelled"))
-        .when(pl.col("_first_in_col"))
-        .then(pl.lit(""))
-    )
+    part, origin = _part_and_origin([c for c, _ in cols])
     clauses = (
-        clauses.with_columns(part.alias("_part"), origin.alias("_origin"))
+        _clause_cues(clauses, cols, rx)
+        .with_columns(part.alias("_part"), origin.alias("_origin"))
         .with_columns(pl.col("_part").forward_fill(), pl.col("_origin").forward_fill())
         .filter(pl.col("_part") >= 0)
     )
@@ -260,6 +207,73 @@ def _assign_parts(clauses: pl.DataFrame, cols: list[tuple[str, int]], rx: _Regex
     return clauses.select(
         "_row", "_lang", "_part", "_origin", rank.alias("_rank"), piece.alias("_piece")
     )
+
+
+def _clause_cues(clauses: pl.DataFrame, cols: list[tuple[str, int]], rx: _Regexes) -> pl.DataFrame:
+    """Add what a clause's part can come from: the part its column holds (_native), whether it
+    opens its column or segment, the inline cue that opens it and the hint words it holds."""
+    native = pl.col("_col_i").replace_strict(
+        list(range(len(cols))), [p for _, p in cols], return_dtype=pl.Int8
+    )
+    key = ["_row", "_col_i"]
+    first_in_col = pl.any_horizontal([pl.col(k) != pl.col(k).shift(1) for k in key]).fill_null(True)
+    first_in_seg = pl.any_horizontal(
+        [pl.col(k) != pl.col(k).shift(1) for k in (*key, "_seg_i")]
+    ).fill_null(True)
+    inline_part, inline_word = _struct_part("_inline", rx.inline_groups)
+    hint = pl.coalesce(
+        *[
+            pl.when(pl.col("_text").str.contains(pattern)).then(pl.lit(i, dtype=pl.Int8))
+            for i, pattern in rx.hints.items()
+        ]
+    )
+    return clauses.with_columns(
+        native.alias("_native"),
+        first_in_col.alias("_first_in_col"),
+        first_in_seg.alias("_first_in_seg"),
+        pl.col("_text").str.extract_groups(rx.inline).alias("_inline"),
+        hint.alias("_hint"),
+    ).with_columns(inline_part.alias("_inline_part"), inline_word.alias("_inline_word"))
+
+
+def _part_and_origin(names: list[str]) -> tuple[pl.Expr, pl.Expr]:
+    """A clause's part and origin, first source that applies: its label (first clause of a
+    labelled segment), its column (first clause of a mapped column), its inline cue, its hint
+    words (not the first clause), or none (-1: free text with no part, stops the forward fill
+    that gives the other clauses the part of the clause before)."""
+    col_name = pl.col("_col_i").replace_strict(
+        list(range(len(names))), names, return_dtype=pl.String
+    )
+    labelled = pl.col("_label_part").is_not_null()
+    hint_part = pl.col("_hint")
+    from_label = labelled & pl.col("_first_in_seg")
+    from_column = pl.col("_first_in_col") & ~labelled & (pl.col("_native") >= 0)
+    from_hint = ~labelled & ~pl.col("_first_in_col")
+    part = (
+        pl.when(from_label)
+        .then(pl.col("_label_part"))
+        .when(from_column)
+        .then(pl.col("_native"))
+        .when(pl.col("_inline_part").is_not_null())
+        .then(pl.col("_inline_part"))
+        .when(from_hint & hint_part.is_not_null())
+        .then(hint_part)
+        .when(pl.col("_first_in_col"))
+        .then(pl.lit(-1, dtype=pl.Int8))
+    )
+    origin = (
+        pl.when(from_label)
+        .then(pl.lit("cue:") + pl.col("_label_word"))
+        .when(from_column)
+        .then(pl.lit("column:") + col_name)
+        .when(pl.col("_inline_part").is_not_null())
+        .then(pl.lit("cue:") + pl.col("_inline_word"))
+        .when(from_hint & hint_part.is_not_null())
+        .then(pl.lit("unlabelled"))
+        .when(pl.col("_first_in_col"))
+        .then(pl.lit(""))
+    )
+    return part, origin
 
 
 def _collect_parts(clauses: pl.DataFrame) -> pl.DataFrame:

@@ -130,15 +130,37 @@ def assign_tiers(df: pl.DataFrame, cfg: TierConfig | None = None) -> StageResult
     df = df.with_columns(
         (pl.col(p) if p in df.columns else pl.lit(None)).cast(pl.String).alias(p) for p in PARTS
     )
-    language = record_language(df, list(PARTS))
+    tier, reasons = _tier_and_reasons()
+    work = _with_facts(df, cfg).with_columns(tier.alias("tier"), reasons.alias("tier_reasons"))
+    kept = work.filter(pl.col("tier").is_not_null()).select(*df.columns, "tier", "tier_reasons")
+    below = work.filter(pl.col("tier").is_null())
+    missing = pl.concat_list(
+        [pl.when(~_has(p)).then(pl.lit(p)) for p in ("symptom", "action")]
+    ).list.drop_nulls()
+    rejected = make_rejects(
+        below.select(*df.columns, missing.alias("_missing")),
+        STAGE,
+        "below_tier_c",
+        detail=pl.lit("missing ") + pl.col("_missing").list.join(" and "),
+    )
+    counts = kept.get_column("tier").value_counts()
+    by_tier = dict(zip(counts["tier"].to_list(), counts["count"].to_list(), strict=True))
+    return stage_result(
+        kept, rejected, read=df.height, **{f"tier_{t}": by_tier.get(t, 0) for t in "ABC"}
+    )
+
+
+def _with_facts(df: pl.DataFrame, cfg: TierConfig) -> pl.DataFrame:
+    """Add the facts a tier is decided on: which parts are present (_has_<part>), the
+    diagnosis shortfall, a concrete or vague action, damaged or lossy text, fault-log rows."""
     fault_log = (
         pl.col("source_kind").is_in(cfg.fault_log_source_kinds).fill_null(False)
         if "source_kind" in df.columns
         else pl.lit(False)
     )
-    work = df.with_columns(
+    return df.with_columns(
         *[_present(p, cfg).alias(f"_has_{p}") for p in PARTS],
-        _diagnosis_shortfall(cfg, language).alias("_diagnosis_shortfall"),
+        _diagnosis_shortfall(cfg, record_language(df, list(PARTS))).alias("_diagnosis_shortfall"),
         _concrete_action(cfg).alias("_concrete"),
         _vague("diagnosis", cfg).alias("_vague_diagnosis"),
         _vague("action", cfg).alias("_vague_action"),
@@ -146,15 +168,26 @@ def assign_tiers(df: pl.DataFrame, cfg: TierConfig | None = None) -> StageResult
         _lossy(cfg, df.columns).alias("_lossy"),
         fault_log.alias("_fault_log"),
     )
-    has = {p: pl.col(f"_has_{p}") for p in PARTS}
-    all_four = has["symptom"] & has["diagnosis"] & has["action"] & has["prevention"]
-    base = has["symptom"] & has["action"]
+
+
+def _has(part: str) -> pl.Expr:
+    """The part is present (the `_has_<part>` fact)."""
+    return pl.col(f"_has_{part}")
+
+
+def _tier_and_reasons() -> tuple[pl.Expr, pl.Expr]:
+    """The tier (null below C) and its reasons, from the facts `_with_facts` adds."""
+    all_four = _has("symptom") & _has("diagnosis") & _has("action") & _has("prevention")
+    base = _has("symptom") & _has("action")
     # capped at C: the text lost characters, or the action or the diagnosis says nothing
     capped = pl.col("_damaged") | pl.col("_lossy") | pl.col("_vague_action")
-    usable_diagnosis = has["diagnosis"] & ~pl.col("_vague_diagnosis")
+    usable_diagnosis = _has("diagnosis") & ~pl.col("_vague_diagnosis")
     tier_a = all_four & pl.col("_diagnosis_shortfall").is_null() & pl.col("_concrete") & ~capped
     tier_b = (
-        base & (usable_diagnosis | has["prevention"]) & (all_four | ~pl.col("_fault_log")) & ~capped
+        base
+        & (usable_diagnosis | _has("prevention"))
+        & (all_four | ~pl.col("_fault_log"))
+        & ~capped
     )
     tier = (
         pl.when(tier_a)
@@ -169,32 +202,16 @@ def assign_tiers(df: pl.DataFrame, cfg: TierConfig | None = None) -> StageResult
         pl.when(pl.col("_lossy")).then(pl.lit("lossy_repair")),
         pl.when(pl.col("_vague_action")).then(pl.lit("vague_action_phrase")),
         pl.when(pl.col("_fault_log") & ~all_four).then(pl.lit("fault_log")),
-        pl.when(base & ~has["diagnosis"] & ~has["prevention"]).then(
+        pl.when(base & ~_has("diagnosis") & ~_has("prevention")).then(
             pl.lit("symptom_and_action_only")
         ),
         pl.col("_diagnosis_shortfall"),
         pl.when(~pl.col("_concrete")).then(pl.lit("vague_action")),
-        pl.when(~has["prevention"]).then(pl.lit("missing_prevention")),
+        pl.when(~_has("prevention")).then(pl.lit("missing_prevention")),
     ]
     reasons = (
         pl.when(tier_a)
         .then(pl.lit(["all_four_parts", "specific_diagnosis", "concrete_action"]))
         .otherwise(pl.concat_list(shortfalls).list.drop_nulls())
     )
-    work = work.with_columns(tier.alias("tier"), reasons.alias("tier_reasons"))
-    kept = work.filter(pl.col("tier").is_not_null()).select(*df.columns, "tier", "tier_reasons")
-    below = work.filter(pl.col("tier").is_null())
-    missing = pl.concat_list(
-        [pl.when(~has[p]).then(pl.lit(p)) for p in ("symptom", "action")]
-    ).list.drop_nulls()
-    rejected = make_rejects(
-        below.select(*df.columns, missing.alias("_missing")),
-        STAGE,
-        "below_tier_c",
-        detail=pl.lit("missing ") + pl.col("_missing").list.join(" and "),
-    )
-    counts = kept.get_column("tier").value_counts()
-    by_tier = dict(zip(counts["tier"].to_list(), counts["count"].to_list(), strict=True))
-    return stage_result(
-        kept, rejected, read=df.height, **{f"tier_{t}": by_tier.get(t, 0) for t in "ABC"}
-    )
+    return tier, reasons

@@ -216,7 +216,8 @@ def extract_alarm_codes(
     (S01 0052, S02 伺服报警：PR 0031 -> S02-0031), SINAMICS (F07011) and Heidenhain (8B40-0001)
     shapes need their family in context. Parameters, machine data, diagnosis numbers, PLC
     addresses, dates, times, part numbers, phone/ID numbers and speeds are blanked first.
-    Run it on repaired text (`repair_text`): full-width codes are found after NFKC.
+    Run it on repaired text (`fix_mojibake`, then `finish_text`): full-width codes are found
+    after NFKC.
     """
     hint = pl.lit(None, dtype=pl.String) if family_hint is None else family_hint.cast(pl.String)
     if asset is not None and cfg.asset_controllers:

@@ -217,14 +217,6 @@ def finish_text(expr: pl.Expr, cfg: NormalizeConfig) -> pl.Expr:
     return pl.when(out.str.len_bytes() > 0).then(out)
 
 
-def repair_text(expr: pl.Expr, cfg: NormalizeConfig) -> pl.Expr:
-    """Mojibake repair (ftfy where Latin mojibake shows, GBK rule), then `finish_text`."""
-    fixed = fix_mojibake(expr, cfg).struct.field("text")
-    return finish_text(pl.coalesce(fixed, expr), cfg).alias(
-        expr.meta.output_name(raise_if_undetermined=False) or "text"
-    )
-
-
 def is_unrecoverable(expr: pl.Expr) -> pl.Expr:
     """True where bytes were lost before we saw the text (锟斤拷 runs, U+FFFD)."""
     return expr.str.contains(UNRECOVERABLE_PROBE).fill_null(False)

@@ -4,12 +4,21 @@ import pytest
 from pipeline.stages.normalize import normalize
 from pipeline.text.alarm_codes import extract_alarm_codes
 from pipeline.text.language import detect_language
-from pipeline.text.mojibake import repair_text
+from pipeline.text.mojibake import finish_text, fix_mojibake
 from pipeline.text.pii import redact_pii
 from schemas.normalize import NormalizeConfig
 from schemas.records import INGESTED_SCHEMA, NORMALIZED_EXTRA
 
 CFG = NormalizeConfig()
+
+
+def repair_text(expr: pl.Expr, cfg: NormalizeConfig) -> pl.Expr:
+    """Mojibake repair (ftfy where Latin mojibake shows, GBK rule), then `finish_text`: what
+    `normalize` does to each field."""
+    fixed = fix_mojibake(expr, cfg).struct.field("text")
+    return finish_text(pl.coalesce(fixed, expr), cfg).alias(
+        expr.meta.output_name(raise_if_undetermined=False) or "text"
+    )
 
 
 def frame(*rows: dict) -> pl.DataFrame:
