@@ -111,17 +111,19 @@ def file_counts(stage: str, kept: pl.DataFrame, rejected: pl.DataFrame) -> pl.Da
 
 def funnel(counts: pl.DataFrame, stage_order: dict[str, list[str]]) -> dict[str, StageCounts]:
     """`kind/stage` -> read/kept/rejected/by_reason summed over files, in pipeline order."""
-    result = {}
+    result: dict[str, StageCounts] = {}
     for kind, stage in ((k, s) for k, stages in stage_order.items() for s in stages):
         rows = counts.filter((pl.col("source_kind") == kind) & (pl.col("stage") == stage))
-        if rows.height == 0:
-            continue
-        totals = rows.group_by("outcome").agg(pl.col("rows").sum())
-        by_outcome = dict(zip(totals["outcome"], totals["rows"], strict=True))
-        kept = int(by_outcome.pop("kept", 0))
-        by_reason = {k: int(v) for k, v in sorted(by_outcome.items())}
-        rejected = sum(by_reason.values())
-        result[f"{kind}/{stage}"] = StageCounts(
-            read=kept + rejected, kept=kept, rejected=rejected, by_reason=by_reason
-        )
+        if rows.height:
+            result[f"{kind}/{stage}"] = _stage_counts(rows)
     return result
+
+
+def _stage_counts(rows: pl.DataFrame) -> StageCounts:
+    """One stage's rows per outcome (`kept` or a reason) summed into its counts."""
+    totals = rows.group_by("outcome").agg(pl.col("rows").sum())
+    by_outcome = dict(zip(totals["outcome"], totals["rows"], strict=True))
+    kept = int(by_outcome.pop("kept", 0))
+    by_reason = {k: int(v) for k, v in sorted(by_outcome.items())}
+    rejected = sum(by_reason.values())
+    return StageCounts(read=kept + rejected, kept=kept, rejected=rejected, by_reason=by_reason)

@@ -14,7 +14,7 @@ from pipeline.core.stage import empty_rejects
 from pipeline.funnels.incremental import carried_rows, collect_published, published_pieces
 from pipeline.kb.tool_samples import tool_use_samples
 from pipeline.publish.ledger import COUNTS_SCHEMA, LEDGER_SCHEMA, RefreshPlan, file_counts, funnel
-from pipeline.publish.report_html import SampleDigest, render_report, snapshot_history
+from pipeline.publish.report import SampleDigest, render_report, snapshot_history
 from pipeline.publish.writer import SnapshotWriter, TableStream, new_snapshot_id
 from pipeline.text.pii import redact_customers
 from pipeline.training.plan import plan_snapshot

@@ -99,6 +99,7 @@ class SnapshotWriter:
         return TableStream(self, name, schema, partition_by)
 
     def _rows_per_shard(self, df: pl.DataFrame) -> int:
+        """Rows a shard holds: the row cap, or fewer where `df`'s rows would pass the byte cap."""
         per_row = df.estimated_size() / max(df.height, 1)
         return max(
             1,
@@ -121,14 +122,7 @@ class SnapshotWriter:
     def _write_shards(self, rel_dir: str, df: pl.DataFrame, schema: pa.Schema) -> list[OutputFile]:
         target = self.staging / rel_dir
         target.mkdir(parents=True, exist_ok=True)
-        per_row = df.estimated_size() / max(df.height, 1)
-        rows_per_shard = max(
-            1,
-            min(
-                self.cfg.max_rows_per_shard,
-                math.floor(self.cfg.max_bytes_per_shard / max(per_row, 1)),
-            ),
-        )
+        rows_per_shard = self._rows_per_shard(df)
         n_shards = max(1, math.ceil(df.height / rows_per_shard))
         table = df.select(schema.names).to_arrow().cast(schema)
         files = []
@@ -222,6 +216,7 @@ class TableStream:
         return f"{self.name}/{self.partition_by}={key}" if self.partition_by else self.name
 
     def write(self, chunk: pl.DataFrame) -> None:
+        """Buffer `chunk`'s rows by partition, writing each partition's shards once full."""
         groups = (
             chunk.group_by(self.partition_by, maintain_order=True)
             if self.partition_by
@@ -231,19 +226,22 @@ class TableStream:
             if part.height == 0:
                 continue
             key = str(value)
-            buffer = self.buffers.setdefault(key, [])
-            buffer.append(part)
+            self.buffers.setdefault(key, []).append(part)
             if key not in self.sizes:
                 self.sizes[key] = self.writer._rows_per_shard(part)
-            size = self.sizes[key]
-            while sum(f.height for f in buffer) >= size:
-                full = pl.concat(buffer, how="vertical_relaxed")
-                n = self.written.get(key, 0)
-                self.files.append(
-                    self.writer._write_part(self._folder(key), n, full.head(size), self.schema)
-                )
-                self.written[key] = n + 1
-                buffer[:] = [full.slice(size)]
+            self._write_full_shards(key)
+
+    def _write_full_shards(self, key: str) -> None:
+        """Write partition `key`'s buffered rows a full shard at a time; keep the rest."""
+        buffer, size = self.buffers[key], self.sizes[key]
+        while sum(f.height for f in buffer) >= size:
+            full = pl.concat(buffer, how="vertical_relaxed")
+            n = self.written.get(key, 0)
+            self.files.append(
+                self.writer._write_part(self._folder(key), n, full.head(size), self.schema)
+            )
+            self.written[key] = n + 1
+            buffer[:] = [full.slice(size)]
 
     def close(self) -> None:
         if not self.partition_by and not self.buffers:

@@ -9,7 +9,8 @@ import polars as pl
 import pytest
 
 from pipeline.funnels.refresh import Sources, refresh
-from pipeline.publish.writer import TableStream, snapshot
+from pipeline.publish import snapshot
+from pipeline.publish.writer import TableStream
 from schemas.config import PipelineConfig
 
 SHARD_ROWS = 16

@@ -78,7 +78,7 @@ def test_kill_before_publish_leaves_latest_on_previous_snapshot(tmp_path):
 import sys, time
 sys.path.insert(0, {str(REPO)!r})
 from pathlib import Path
-from tests.pipeline.test_publish import rejects
+from tests.pipeline.publish.test_writer import rejects
 from pipeline.publish.writer import SnapshotWriter
 from schemas import arrow
 from schemas.publish import PublishConfig

@@ -19,11 +19,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.publish.report_html import SampleDigest, render_report
+from pipeline.publish.report import SampleDigest, render_report
 from pipeline.stages.messages import render_messages
 from pipeline.training.plan import plan_stages
 from schemas.plan import PlanConfig
-from tests.pipeline.test_report_html import _manifest
+from tests.pipeline.publish.report.fixtures import manifest
 
 SECTIONS = ("trend", "top", "timeline", "examples")
 
@@ -100,7 +100,7 @@ def _png_pixels(path: Path) -> np.ndarray:
 
 
 def _page(tmp_path: Path) -> Path:
-    base = _manifest()
+    base = manifest()
     earlier = base.model_copy(update={"snapshot_id": "20240310T080000000000Z"})
     sft = render_messages(
         pl.DataFrame(

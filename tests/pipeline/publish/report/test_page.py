@@ -1,0 +1,85 @@
+"""The snapshot report page, on a real manifest and a plan from the planner."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import polars as pl
+import pytest
+
+from pipeline.publish.report import render_report
+from schemas.plan import Plan
+from tests.pipeline.publish.report.fixtures import manifest, plan, tokens
+
+
+class _Balance(HTMLParser):
+    """Every opened element closed in order (void and self-closing SVG elements aside)."""
+
+    VOID = {"meta", "br", "img", "hr", "input", "link"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.seen: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.seen.append(tag)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.seen.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack.pop() != tag:
+            self.errors.append(tag)
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    sft, pretrain = tokens()
+    return render_report(manifest(), plan(sft, pretrain), sft, pretrain)
+
+
+def test_page_is_balanced_self_contained_html(page: str) -> None:
+    parser = _Balance()
+    parser.feed(page)
+    parser.close()
+    assert parser.errors == [] and parser.stack == []
+    assert page.startswith("<!DOCTYPE html>")
+    assert {"html", "head", "body", "table", "svg", "polyline", "h1", "h2"} <= set(parser.seen)
+    assert "script" not in parser.seen and "http" not in page and "src=" not in page
+
+
+def test_header_and_rejects_by_reason_most_first(page: str) -> None:
+    for text in ("20240320T080000000000Z", "refresh-corpus", "0.1.0+g3db217b", "d9435be5" * 8):
+        assert text in page
+    assert "<h3>workorder</h3>" in page and "<h3>alarm_log</h3>" in page  # the funnel
+    # all-stage reasons, most rejected first
+    assert '<td>state_change</td><td class="n">16</td>' in page
+    assert '<td>phone_only</td><td class="n">10</td>' in page
+    assert page.index("<td>state_change</td>") < page.index("<td>bad_timestamp</td>")
+
+
+def test_plan_table_and_gpu_matrix(page: str) -> None:
+    assert "<td>sft-expert</td><td>tier_A</td><td>qwen2.5-0.5b</td>" in page
+    assert "<th>rtx-4090</th><th>h200-141g</th>" in page
+
+
+def test_hostile_names_are_escaped(page: str) -> None:
+    assert "<script>" not in page
+    assert "workorders/&lt;script&gt;x&lt;/script&gt;.csv" in page
+    assert "workorders/维修工单_2024.csv" in page
+    assert "<dt>chunks</dt><dd>7</dd>" in page
+
+
+def test_run_that_kept_nothing_still_renders() -> None:
+    empty = pl.DataFrame(schema={"tier": pl.String, "n_tokens": pl.Int32})
+    page = render_report(manifest(), Plan(headroom=0.15, stages=[]), empty, None)
+    parser = _Balance()
+    parser.feed(page)
+    assert parser.errors == [] and parser.stack == []
+    assert "no token counts" in page and 'class="cdf"' not in page
+    for key in ("trend", "top", "timeline", "examples"):
+        assert f'<section id="{key}">' in page
