@@ -121,24 +121,35 @@ def score(folder: Path, removed: list[str]) -> dict[str, float]:
 
 
 def worker_ours(folder: Path, threads: int) -> None:
-    from pipeline.dedup.minhash import dedup
-    from schemas.dedup import DedupConfig
+    """The production dedup (pipeline/dedup/sharded.py, steps in process) over the corpus
+    as one shard."""
+    import shutil
 
-    df = pl.read_parquet(folder / "normalized.parquet")
-    rss_loaded = peak_rss_gib()
+    from pipeline.dedup.sharded import dedup_shards
+    from pipeline.execution.stage_files import load_rejects, load_state
+    from pipeline.execution.steps import in_process
+    from schemas.config import PipelineConfig
+
+    cfg = PipelineConfig(dedup={"threads": threads})
+    work = folder / "work-ours"
+    shutil.rmtree(work, ignore_errors=True)
+    rss_start = peak_rss_gib()
     t = time.perf_counter()
-    result, index = dedup(df, DedupConfig(threads=threads))
+    shard = [str(folder / "normalized.parquet")]
+    outputs = dedup_shards(in_process(work, cfg), work, shard, [], cfg, ("bench",))
     wall = time.perf_counter() - t
-    removed = result.rejected.get_column("record_id").to_list()
+    removed = load_rejects(outputs).get_column("record_id").to_list()
+    index = load_state(outputs, "index")
+    shutil.rmtree(work, ignore_errors=True)
     (folder / "ours_removed.json").write_text(json.dumps(removed))
     print(
         json.dumps(
             {
                 "wall_s": wall,
                 "peak_rss_gib": peak_rss_gib(),
-                "rss_after_load_gib": rss_loaded,
-                "counters": result.counters,
-                "index_rows": index.height,
+                "rss_at_start_gib": rss_start,
+                "counters": outputs[0].counters,
+                "index_rows": index.height if index is not None else 0,
             }
         )
     )
@@ -305,7 +316,7 @@ def main() -> None:
                         ],
                     )  # fmt: skip
                 )
-        for name, note in (("ours", "input loaded: {rss_after_load_gib:.2f} GiB"),
+        for name, note in (("ours", "at start: {rss_at_start_gib:.2f} GiB"),
                            ("datatrove", "largest process")):  # fmt: skip
             if not runs[name]:
                 continue

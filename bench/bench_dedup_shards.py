@@ -1,5 +1,6 @@
-"""Sharded dedup (pipeline/dedup/sharded.py, in process) against the single-frame
-`pipeline.dedup.minhash.dedup` on the same generated corpus: wall time, peak RSS, time per step.
+"""Sharded dedup (pipeline/dedup/sharded.py, in process) against the single-frame reference
+`tests/pipeline/dedup/oracle.py:dedup` on the same generated corpus: wall time, peak RSS, time
+per step.
 
     .venv/bin/python bench/bench_dedup_shards.py --rows 100000 1000000 --rounds 3
 
@@ -44,8 +45,8 @@ def shard_files(folder: Path, shard_rows: int) -> list[str]:
 
 
 def worker_single(folder: Path) -> dict:
-    from pipeline.dedup.minhash import dedup
     from schemas.config import PipelineConfig
+    from tests.pipeline.dedup.oracle import dedup
 
     t = time.perf_counter()
     df = pl.read_parquet(folder / "normalized.parquet")

@@ -1,7 +1,7 @@
 """Configuration of the dedup stage and the schema of the index it persists.
 
 The dedup index holds one row per record kept by a run; a refresh passes the
-published corpus's index back to `pipeline.dedup.minhash.dedup` so that new records are
+published corpus's index back to `pipeline.dedup.sharded.dedup_shards` so that new records are
 checked against old ones. It is plain integer columns, stored as Parquet:
 
 | column         | dtype                  | meaning                                              |

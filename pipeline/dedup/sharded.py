@@ -5,7 +5,8 @@ columns (node keys and counts, verified edges, the ranking columns of records in
 of more than one record), never a candidate pair, a signature or a node's features, and
 writes the small tables the next steps read, named by their content so cached steps rerun
 when their inputs change.
-The result equals `pipeline.dedup.minhash.dedup` over the shards' records in order.
+The result equals the single-frame reference `tests/pipeline/dedup/oracle.py:dedup` over the
+shards' records in order.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipeline.dedup import minhash as dd
 from pipeline.dedup import steps as ds
+from pipeline.dedup.clusters import decide_clusters
+from pipeline.dedup.verify import PAIR_COUNTERS
 from pipeline.execution.keys import step_key
 from pipeline.execution.step import Call, Runner
 from schemas.config import PipelineConfig
@@ -177,7 +179,7 @@ def _verify(
         calls.append({**src_inputs[i], "pairs": routed})
         params.append({"groups": groups, "starts": starts})
     checked = d.map("dedup.verify", calls, params)
-    counters = dict.fromkeys(("candidate_pairs", *dd.PAIR_COUNTERS), 0)
+    counters = dict.fromkeys(("candidate_pairs", *PAIR_COUNTERS), 0)
     for c in checked:
         for name in counters:
             counters[name] += c["edges"].counters[name]
@@ -252,44 +254,78 @@ def _decisions(
     clusters decided here; none where it has none), the stage's counters, and the export
     steps' outputs. Its tables over the whole run (nodes, components, ranked records) are
     freed on return, before the apply steps run."""
-    dcfg = cfg.dedup
-    n_shards = len(feats)
     published = [
         o["nodes"] for o in d.map("dedup.index", [{"index": [p]} for p in index], [{}] * len(index))
     ]
     first, borrowed = _run_nodes([f.state["nodes"] for f in feats])
-    n_new = first.height
-    # the published records' nodes follow the new ones: (key, node) of each
-    old_keys = pl.concat(
-        [pl.DataFrame(schema={"key": pl.UInt64})]
-        + [pl.read_parquet(o.kept, columns=["key"]) for o in published]
-    ).with_columns((n_new + pl.int_range(pl.len())).alias("v"))
-    n_old = old_keys.height
-    bits = max((n_new + n_old - 1).bit_length(), 1)
-
     src_inputs, sizes = _sources(d, feats, first, published)
-    parts = ds.partition_bits(n_new + n_old, cfg.execution.dedup_partition_entries, dcfg)
+    starts = np.cumsum([0, *sizes])[:-1].tolist()
+    pairs = _candidates(d, src_inputs, starts, sum(sizes), first.height, cfg)
+    budget = cfg.execution.shard_rows
+    eu, ev, decided, exported = _verify(d, src_inputs, pairs, borrowed, starts, budget)
+    exact = _exact_edges(first, published)
+    eu = np.concatenate([eu, exact.get_column("u").to_numpy()])
+    ev = np.concatenate([ev, exact.get_column("v").to_numpy()])
+    components = ds.clusters(eu, ev)
+    old_clusters = _published_clusters(components, published, sizes[len(feats) :], first.height)
+    records = _clustered_records(feats, first, components, old_clusters, rows)
+    verdicts = decide_clusters(records, old_clusters, ("row", "shard", "local_row"))
+    empty_content = sum(rows) - sum(
+        pl.scan_parquet(f.kept).select(pl.len()).collect().item() for f in feats
+    )
+    return (
+        _saved_decisions(d, verdicts, len(feats)),
+        {"empty_content": empty_content, **decided},
+        exported,
+    )
+
+
+def _candidates(
+    d: _Driver,
+    src_inputs: list[dict[str, list[str]]],
+    starts: list[int],
+    n_nodes: int,
+    n_new: int,
+    cfg: PipelineConfig,
+) -> list[dict[str, StageOutput]]:
+    """The candidate-pair steps' outputs: each source's bucket entries, split into
+    partitions of about `dedup_partition_entries` entries, then each partition's pairs
+    (routed to the shards that verify them). The new nodes are the first `n_new` of the
+    run's `n_nodes`."""
+    bits = max((n_nodes - 1).bit_length(), 1)
+    parts = ds.partition_bits(n_nodes, cfg.execution.dedup_partition_entries, cfg.dedup)
     params = {"bits": bits, "parts": parts}
     buckets = d.map("dedup.buckets", src_inputs, [params] * len(src_inputs))
     labels = [f"part-{k:05d}/buckets" for k in range(1 << parts)]
-    starts = np.cumsum([0, *sizes])[:-1].tolist()
-    pairs = d.map(
+    return d.map(
         "dedup.pairs",
         [{"buckets": [b[label].kept for b in buckets]} for label in labels],
         [{"bits": bits, "starts": starts, "n_new": n_new}] * len(labels),
     )
-    budget = cfg.execution.shard_rows
-    eu, ev, decided, exported = _verify(d, src_inputs, pairs, borrowed, starts, budget)
-    exact = first.select("key", pl.col("node").alias("u")).join(old_keys, on="key")
-    exact = exact.sort("u", "v")
-    eu = np.concatenate([eu, exact.get_column("u").to_numpy()])
-    ev = np.concatenate([ev, exact.get_column("v").to_numpy()])
-    components = ds.clusters(eu, ev)
 
-    # clusters of more than one record, or holding a published record, are decided here
+
+def _exact_edges(first: pl.DataFrame, published: list[StageOutput]) -> pl.DataFrame:
+    """Edges (u, v) from each new node to the published nodes with its key (an exact
+    duplicate of a published record); the published nodes follow the new ones."""
+    old_keys = pl.concat(
+        [pl.DataFrame(schema={"key": pl.UInt64})]
+        + [pl.read_parquet(o.kept, columns=["key"]) for o in published]
+    ).with_columns((first.height + pl.int_range(pl.len())).alias("v"))
+    exact = first.select("key", pl.col("node").alias("u")).join(old_keys, on="key")
+    return exact.sort("u", "v")
+
+
+def _clustered_records(
+    feats: list[StageOutput],
+    first: pl.DataFrame,
+    components: pl.DataFrame,
+    old_clusters: pl.DataFrame,
+    rows: list[int],
+) -> pl.DataFrame:
+    """The records (shard, local_row, run-wide row, their `features` columns, cluster) of
+    the clusters decided here: of more than one record, or holding a published record."""
     nodes = first.join(components, on="node", how="left")
     nodes = nodes.with_columns(pl.col("cluster").fill_null(pl.col("node")))
-    old_clusters = _published_clusters(components, published, sizes[n_shards:], n_new)
     sizes = nodes.group_by("cluster").agg(pl.col("n_records").sum().alias("size"))
     shared_clusters = pl.concat(
         [
@@ -299,7 +335,7 @@ def _decisions(
     ).unique()
     shared = _is_in(nodes, "cluster", shared_clusters).select("key", "node", "cluster")
     offsets = np.cumsum([0, *rows]).tolist()
-    records = pl.concat(
+    return pl.concat(
         [
             pl.scan_parquet(f.kept)
             .join(shared.lazy(), on="key")
@@ -311,15 +347,12 @@ def _decisions(
             for i, f in enumerate(feats)
         ]
     ).collect()
-    verdicts = dd.decide_clusters(records, old_clusters, ("row", "shard", "local_row"))
 
-    # per shard: the verdicts on its records
-    empty_content = sum(rows) - sum(
-        pl.scan_parquet(f.kept).select(pl.len()).collect().item() for f in feats
-    )
-    counters = {"empty_content": empty_content, **decided}
+
+def _saved_decisions(d: _Driver, verdicts: pl.DataFrame, n_shards: int) -> list[list[str]]:
+    """Per shard, the driver table of the verdicts on its records (none where it has none)."""
     mine_by_shard = verdicts.partition_by("shard", as_dict=True, include_key=False)
-    decisions = [
+    return [
         [
             d.save(
                 f"decisions-{i}",
@@ -330,4 +363,3 @@ def _decisions(
         else []
         for i in range(n_shards)
     ]
-    return decisions, counters, exported

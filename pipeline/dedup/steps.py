@@ -1,24 +1,26 @@
-"""The dedup stage (pipeline.dedup.minhash) in steps over shards, none holding every record.
+"""The dedup stage in steps over shards, none holding every record.
 
 1. `shard_nodes` (per shard): each record's completeness features and node key, and the
    shard's distinct nodes (first record of each key) with signature, guard sets and evidence.
    `index_nodes` (per part of the published index): the same for the published records.
 2. `node_buckets` (per shard, and per part of the published index): LSH bucket entries of
-   the nodes the shard introduces, as `pipeline.dedup.minhash._candidates` packs them with run-wide
-   node ids, split by their top bits into partitions (a bucket never spans two).
-3. `partition_pairs` (per partition): candidate pairs, as `_candidate_pairs` finds them.
+   the nodes the shard introduces (`pipeline.dedup.lsh.bucket_entries`) with run-wide node
+   ids, split by their top bits into partitions (a bucket never spans two).
+3. `partition_pairs` (per partition): candidate pairs (`pipeline.dedup.lsh.candidate_pairs`).
 4. `export_nodes` (per source of nodes): the rows other shards asked for, one table per
    asking shard: the far node of each candidate pair a shard verifies, and the run's first
    node of each key a shard holds but did not introduce.
 5. `verify_pairs` (per shard): the candidate pairs whose smaller node the shard introduced,
    decided on its own nodes (read once) and the rows exported to it, read a group of
-   exporters at a time (`pipeline.dedup.minhash._decide`).
-6. The driver takes components over the verified edges and picks the kept record of each
-   cluster holding more than one record (`pipeline.dedup.minhash.decide_clusters`), reading only
-   those records' small feature columns.
+   exporters at a time (`pipeline.dedup.verify.decide_pairs`).
+6. The driver (pipeline.dedup.sharded) takes components over the verified edges and picks
+   the kept record of each cluster holding more than one record
+   (`pipeline.dedup.clusters.decide_clusters`), reading only those records' small feature
+   columns.
 7. `apply_decisions` (per shard): kept rows, rejects and index rows of the shard.
 
-The result equals `pipeline.dedup.minhash.dedup` on the shards' records concatenated in order.
+The result equals the single-frame reference `tests/pipeline/dedup/oracle.py:dedup` on the
+shards' records concatenated in order.
 """
 
 from __future__ import annotations
@@ -29,8 +31,15 @@ import numpy as np
 import polars as pl
 
 from pipeline.core.stage import StageResult, empty_rejects, make_rejects, stage_result
-from pipeline.dedup import minhash as dd
+from pipeline.dedup.clusters import RANK
+from pipeline.dedup.content import batch_features, new_nodes, node_keys
+from pipeline.dedup.hashing import set_hashes
+from pipeline.dedup.lsh import bucket_entries, candidate_pairs, components, distinct_pairs
+from pipeline.dedup.minhash import text_signatures
+from pipeline.dedup.verify import EVIDENCE, decide_pairs, evidence
 from schemas.dedup import DedupConfig, index_schema
+
+STAGE = "dedup"
 
 MAX_PARTITION_BITS = 8  # at most 2^8 partitions of bucket entries
 _RECORDS = pl.DataFrame(
@@ -42,7 +51,7 @@ _RECORDS = pl.DataFrame(
         **dict.fromkeys(("n_parts", "cause_len", "content_len"), pl.Int64),
         "has_codes": pl.Boolean,
     }
-).select("row", "record_id", "key", "content_hash", *dd.RANK)
+).select("row", "record_id", "key", "content_hash", *RANK)
 EDGES = pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
 
 
@@ -77,76 +86,88 @@ def with_signatures(nodes: pl.DataFrame, sig: np.ndarray, cfg: DedupConfig) -> p
 def shard_nodes(frame: pl.DataFrame | None, cfg: DedupConfig) -> dict[str, StageResult]:
     """Per record of a shard (with content): row, record_id, node key and ranking features;
     state `nodes`: the shard's distinct nodes in order of first record, and `signatures`
-    theirs (`flat_signatures`). Worked
-    `cfg.batch_size` records at a time as `dedup` does (the next batch's features in a
-    background thread while this one's signatures run)."""
+    theirs (`flat_signatures`). Worked `cfg.batch_size` records at a time
+    (`pipeline.dedup.content.batch_features`)."""
     df = frame if frame is not None else pl.DataFrame({"record_id": []}, {"record_id": pl.String})
-    starts = range(0, df.height, cfg.batch_size)
-    batches = dd._prefetched(lambda lo: dd._features(df.slice(lo, cfg.batch_size), cfg), starts)
     seen = np.empty(0, dtype=np.uint64)  # node keys of earlier batches, ascending
     sig = np.empty((df.height, cfg.num_perm), dtype=np.uint32)
-    records, reps, node_cols = [], [], []
+    records, reps, batch_nodes = [], [], []
     n_rep = 0
-    for lo, f in zip(starts, batches, strict=True):
-        key = dd._node_key(f["content_hash"], f["codes_hash"], f["machine_hash"])
-        first = np.zeros(len(key), dtype=bool)
-        first[np.unique(key, return_index=True)[1]] = True
-        rep = first & (f["n_parts"] > 0) & ~dd._in_sorted(key, seen)
-        seen = np.sort(np.concatenate([seen, key[rep]]), kind="stable")
+    for lo, f in batch_features(df, cfg):
+        key = node_keys(f["content_hash"], f["codes_hash"], f["machine_hash"])
+        rep, seen = new_nodes(key, f["n_parts"], seen)
         at = np.flatnonzero(rep)
-        dd._text_signatures(
-            f["cps"], f["starts"][at], f["lengths"][at], cfg, sig[n_rep : n_rep + len(at)]
-        )
+        out = sig[n_rep : n_rep + len(at)]
+        text_signatures(f["cps"], f["starts"][at], f["lengths"][at], cfg, out)
         n_rep += len(at)
         reps.append(lo + at)
-        node_cols.append(
-            pl.DataFrame(
-                {
-                    "key": key[at],
-                    "content_hash": f["content_hash"][at],
-                    "machine_hash": f["machine_hash"][at],
-                    "codes": f["codes"].gather(at),
-                    "numbers": f["numbers"].gather(at),
-                }
-            )
-        )
-        records.append(
-            pl.DataFrame(
-                {
-                    "row": np.arange(lo, lo + len(key), dtype=np.int64),
-                    "key": key,
-                    "content_hash": f["content_hash"],
-                    "n_parts": f["n_parts"],
-                    "has_codes": f["has_codes"],
-                    "cause_len": f["cause_len"],
-                    "content_len": f["content_len"],
-                }
-            )
-        )
+        batch_nodes.append(_batch_nodes(f, key, at))
+        records.append(_batch_records(f, key, lo))
+    recs = _shard_records(records, df)
     rep = np.concatenate([np.empty(0, np.int64), *reps])
-    recs = pl.concat(records).with_columns(df.get_column("record_id")) if records else _RECORDS
-    recs = recs.select(_RECORDS.columns).cast(_RECORDS.schema).filter(pl.col("n_parts") > 0)
-    counts = recs.group_by("key").len("n_records")
-    evidence = dd._evidence(df, rep, cfg)
-    nodes = _node_frame(cfg)
-    if node_cols:
-        nodes = pl.concat(node_cols).with_columns(
-            pl.Series("record_id", df.get_column("record_id").gather(rep)),
-            pl.lit(cfg.sig_key()).alias("sig_key"),
-            *evidence.values(),
-        )
-        nodes = nodes.join(counts, on="key", how="left", maintain_order="left")
-        nodes = nodes.select(_node_frame(cfg).columns).cast(_node_frame(cfg).schema)
+    nodes = _shard_node_frame(df, batch_nodes, rep, recs, cfg)
     return {"features": _side(recs, nodes=nodes, signatures=flat_signatures(sig[:n_rep]))}
+
+
+def _batch_nodes(f: dict, key: np.ndarray, at: np.ndarray) -> pl.DataFrame:
+    """Key, hashes and guard sets of the nodes a batch introduces (its records `at`)."""
+    return pl.DataFrame(
+        {
+            "key": key[at],
+            "content_hash": f["content_hash"][at],
+            "machine_hash": f["machine_hash"][at],
+            "codes": f["codes"].gather(at),
+            "numbers": f["numbers"].gather(at),
+        }
+    )
+
+
+def _batch_records(f: dict, key: np.ndarray, lo: int) -> pl.DataFrame:
+    """Row in the shard, node key, content hash and ranking features of a batch's records."""
+    return pl.DataFrame(
+        {
+            "row": np.arange(lo, lo + len(key), dtype=np.int64),
+            "key": key,
+            "content_hash": f["content_hash"],
+            **{c: f[c] for c in RANK},
+        }
+    )
+
+
+def _shard_records(records: list[pl.DataFrame], df: pl.DataFrame) -> pl.DataFrame:
+    """The shard's records with content (`_RECORDS` columns), in order."""
+    recs = pl.concat(records).with_columns(df.get_column("record_id")) if records else _RECORDS
+    return recs.select(_RECORDS.columns).cast(_RECORDS.schema).filter(pl.col("n_parts") > 0)
+
+
+def _shard_node_frame(
+    df: pl.DataFrame,
+    batch_nodes: list[pl.DataFrame],
+    rep: np.ndarray,
+    recs: pl.DataFrame,
+    cfg: DedupConfig,
+) -> pl.DataFrame:
+    """The shard's nodes (`_node_frame`): the batches' nodes with the record_id and
+    evidence of their first record (`rep`: its row) and their records in the shard."""
+    if not batch_nodes:
+        return _node_frame(cfg)
+    counts = recs.group_by("key").len("n_records")
+    nodes = pl.concat(batch_nodes).with_columns(
+        pl.Series("record_id", df.get_column("record_id").gather(rep)),
+        pl.lit(cfg.sig_key()).alias("sig_key"),
+        *evidence(df, rep, cfg).values(),
+    )
+    nodes = nodes.join(counts, on="key", how="left", maintain_order="left")
+    return nodes.select(_node_frame(cfg).columns).cast(_node_frame(cfg).schema)
 
 
 def index_nodes(index: pl.DataFrame | None, cfg: DedupConfig) -> dict[str, StageResult]:
     """A part of the published index as nodes (key, no records of this run; record_id kept),
     their signatures apart (`flat_signatures`, state `signatures`)."""
     index = index if index is not None else pl.DataFrame(schema=index_schema(cfg.num_perm))
-    key = dd._node_key(
+    key = node_keys(
         index.get_column("content_hash").to_numpy(),
-        dd._set_hashes(index.get_column("codes")),
+        set_hashes(index.get_column("codes")),
         index.get_column("machine_hash").to_numpy(),
     )
     sig = flat_signatures(index.get_column("signature").to_numpy())
@@ -172,25 +193,17 @@ def node_buckets(
     cfg: DedupConfig,
 ) -> dict[str, StageResult]:
     """Bucket entries (bucket << bits | node id) of the nodes at `ids` (local -> node), as
-    `_candidates` packs them, one `part-<k>/buckets` per partition (by the top `parts`
+    `bucket_entries` packs them, one `part-<k>/buckets` per partition (by the top `parts`
     bits: every entry of a bucket lands in one partition)."""
     local = ids.get_column("local").to_numpy()
     node = ids.get_column("node").to_numpy().astype(np.uint64)
     sig = signature_rows(signatures, cfg)
     machine = nodes.get_column("machine_hash").to_numpy()
-    salt = dd._fmix64(machine ^ dd._MIX2)
-    b = np.uint64(bits)
-    named = local[machine[local] != 0]
-    packed = np.empty(len(local) * cfg.bands + len(named) * cfg.moderate_bands, np.uint64)
-    text = packed[: len(local) * cfg.bands].reshape(len(local), cfg.bands)
-    moderate = packed[len(local) * cfg.bands :].reshape(len(named), cfg.moderate_bands)
-    dd._bucket_entries(sig, local, salt, (cfg.bands, cfg.rows, 0), b, text)
-    bands = (cfg.moderate_bands, cfg.moderate_rows, cfg.bands)
-    dd._bucket_entries(sig, named, salt, bands, b, moderate)
+    packed = bucket_entries(sig, local, machine, bits, cfg)
     # local row -> run-wide node id in the low bits
     to_node = np.zeros(len(sig), dtype=np.uint64)
     to_node[local] = node
-    low = (np.uint64(1) << b) - np.uint64(1)
+    low = (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
     packed = (packed & ~low) | to_node[(packed & low).astype(np.int64)]
     if not parts:
         return {"part-00000/buckets": _side(pl.DataFrame({"packed": packed}))}
@@ -216,7 +229,7 @@ def partition_pairs(
         if buckets is not None
         else np.empty(0, dtype=np.uint64)
     )
-    u, v = dd._candidate_pairs(packed, np.uint64(bits), cfg.pair_window, n_new)
+    u, v = candidate_pairs(packed, bits, cfg.pair_window, n_new)
     pairs = pl.DataFrame(
         {"u": u, "v": v, "to": source_of(u, starts), "from": source_of(v, starts)},
         schema={"u": pl.Int64, "v": pl.Int64, "to": pl.Int64, "from": pl.Int64},
@@ -288,11 +301,10 @@ def verify_pairs(
     rows other sources exported to it, a group at a time: `groups` gives each group's
     sources (see `source_of`), their exported rows and signatures; a group decides the pairs
     whose far node is in one of its sources. Counters: distinct candidate pairs and verdicts."""
-    key = dd._pair_keys(pairs.get_column("u").to_numpy(), pairs.get_column("v").to_numpy())
-    u, v = (key >> np.uint64(32)).astype(np.int64), (key & dd._MASK32).astype(np.int64)
+    u, v = distinct_pairs(pairs.get_column("u").to_numpy(), pairs.get_column("v").to_numpy())
     far_source = source_of(v, starts)
     own, own_sig = _numbered(nodes, ids), signature_rows(signatures, cfg)
-    edges, counters = [EDGES], {"candidate_pairs": len(key)}
+    edges, counters = [EDGES], {"candidate_pairs": len(u)}
     for sources, imported, imported_signatures in groups:
         mine = np.isin(far_source, sources)
         far = (imported, signature_rows(imported_signatures, cfg)) if imported is not None else None
@@ -311,7 +323,7 @@ def _decide_group(
     v: np.ndarray,
     cfg: DedupConfig,
 ) -> dict:
-    """`minhash._decide` on the pairs (u, v) of node ids, over the shard's `own` nodes
+    """`decide_pairs` on the pairs (u, v) of node ids, over the shard's `own` nodes
     (`_numbered`) and signatures and the `far` rows imported for them: the merged pairs as
     `edges`, and the verdict counters."""
     wanted = pl.DataFrame({"node": np.unique(np.concatenate([u, v]))})
@@ -334,10 +346,9 @@ def _decide_group(
         "machine": both.get_column("machine_hash").to_numpy(),
         "codes": both.get_column("codes"),
         "numbers": both.get_column("numbers"),
-        **{c: both.get_column(c) for c in dd._EVIDENCE},
+        **{c: both.get_column(c) for c in EVIDENCE},
     }
-    features["days"] = dd._days(features["reported_at"])
-    out = dd._decide(features, sig, *at, cfg)
+    out = decide_pairs(features, sig, *at, cfg)
     edges = pl.DataFrame({"u": node[out.pop("u")], "v": node[out.pop("v")]}, schema=EDGES.schema)
     return {"edges": edges, **out}
 
@@ -345,7 +356,7 @@ def _decide_group(
 def clusters(u: np.ndarray, v: np.ndarray) -> pl.DataFrame:
     """(node, cluster) of the nodes on an edge; cluster: the smallest node of the component."""
     ids = np.unique(np.concatenate([u, v]))
-    labels = dd._components(len(ids), np.searchsorted(ids, u), np.searchsorted(ids, v))
+    labels = components(len(ids), np.searchsorted(ids, u), np.searchsorted(ids, v))
     return pl.DataFrame({"node": ids, "cluster": ids[labels]})
 
 
@@ -380,7 +391,7 @@ def apply_decisions(
         rejected.get_column("_reason"), rejected.get_column("_duplicate_of")
     )
     rejects = make_rejects(
-        rej, dd.STAGE, reason=pl.col("_reason"), duplicate_of=pl.col("_duplicate_of")
+        rej, STAGE, reason=pl.col("_reason"), duplicate_of=pl.col("_duplicate_of")
     )
     mine = features.filter(~pl.Series(is_rejected).gather(features.get_column("row")))
     columns = [c for c in index_schema(cfg.num_perm) if c != "record_id"]

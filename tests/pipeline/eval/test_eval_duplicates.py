@@ -10,13 +10,14 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from pipeline.dedup.minhash import dedup, normalized_text
+from pipeline.dedup.content import normalized_text
 from pipeline.stages.filters import apply_filters
 from pipeline.stages.normalize import normalize
 from schemas.dedup import DedupConfig
 from schemas.filters import FilterConfig
 from schemas.normalize import NormalizeConfig
 from schemas.records import INGESTED_SCHEMA
+from tests.pipeline.dedup.oracle import dedup
 
 HERE = Path(__file__).parent
 

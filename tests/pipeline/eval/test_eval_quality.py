@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.dedup.minhash import dedup
 from pipeline.stages.filters import apply_filters
 from pipeline.stages.normalize import normalize
 from pipeline.stages.structure import structure
@@ -17,6 +16,7 @@ from schemas.dedup import DedupConfig
 from schemas.filters import FilterConfig
 from schemas.normalize import NormalizeConfig
 from schemas.samples import StructureConfig, TierConfig
+from tests.pipeline.dedup.oracle import dedup
 
 from .test_eval_duplicates import ingested
 
