@@ -126,8 +126,8 @@ def worker_ours(folder: Path, threads: int) -> None:
     import shutil
 
     from pipeline.dedup.sharded import dedup_shards
+    from pipeline.execution.runner import in_process
     from pipeline.execution.stage_files import load_rejects, load_state
-    from pipeline.execution.steps import in_process
     from schemas.config import PipelineConfig
 
     cfg = PipelineConfig(dedup={"threads": threads})

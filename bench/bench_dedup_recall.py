@@ -24,8 +24,8 @@ import polars as pl
 
 from pipeline.dedup.content import normalized_text
 from pipeline.dedup.sharded import dedup_shards
+from pipeline.execution.runner import in_process
 from pipeline.execution.stage_files import load_rejects
-from pipeline.execution.steps import in_process
 from schemas.config import PipelineConfig
 
 PARTS_ZH = [
