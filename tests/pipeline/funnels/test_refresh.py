@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.core.stage import Stage, StageInputError
 from pipeline.funnels.refresh import Sources, refresh
-from pipeline.publish.snapshot import no_samples_reason
+from pipeline.publish.counts import no_samples_reason
 from schemas.config import PipelineConfig
 
 CFG = PipelineConfig()
