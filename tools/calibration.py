@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipeline.memory.estimate import estimate, regime
+from pipeline.memory.breakdown import regime
+from pipeline.memory.estimate import estimate
 from pipeline.memory.models import get_model
 from schemas.memory import ALL_LINEAR, GIB, HEADLINE_BIAS, TrainingSetup
 
