@@ -30,8 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.memory.estimate import estimate, param_counts  # noqa: E402
+from pipeline.memory.estimate import estimate  # noqa: E402
 from pipeline.memory.models import get_model  # noqa: E402
+from pipeline.memory.params import param_counts  # noqa: E402
 from schemas.memory import GIB  # noqa: E402
 from tools.calibration import row_to_case  # noqa: E402
 

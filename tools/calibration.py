@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipeline.memory.estimate import estimate, regime
+from pipeline.memory.breakdown import regime
+from pipeline.memory.estimate import estimate
 from pipeline.memory.models import get_model
 from schemas.memory import ALL_LINEAR, GIB, HEADLINE_BIAS, TrainingSetup
 
@@ -110,21 +111,64 @@ def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> Calibrati
     """Estimator inputs for one CSV row, or the reason it cannot be used."""
     if file == "shared" and i in SHARED_EXCLUDED:
         return SHARED_EXCLUDED[i]
-    source, notes = str(r["source"]), str(r["notes"] or "")
-    method_raw, prec = str(r["method"]), str(r["precision"])
-    opt = str(r["optimizer"]).lower()
-    ckpt = str(r["grad_ckpt"]).lower()
-    zero_raw = str(r["zero_or_fsdp"])
-    n_gpus = r["n_gpus"]
-    if n_gpus is None:
+    if r["n_gpus"] is None:
         return "number of GPUs and ZeRO stage not stated"
-    n_gpus = int(n_gpus)  # type: ignore[call-overload]
-    torchtune = "torchtune" in source
-    assumptions: list[str] = []
-
+    n_gpus = int(r["n_gpus"])  # type: ignore[call-overload]
     use = str(r.get("use") or "yes")
     if not use.startswith("yes"):
         return use.removeprefix("no: ")
+    assumptions: list[str] = []
+    kw = _setup_kwargs(r, n_gpus, assumptions)
+    if isinstance(kw, str):
+        return kw
+    setup = TrainingSetup(**kw)  # type: ignore[arg-type]
+    source, method_raw = str(r["source"]), str(r["method"])
+    label = f"{r['model']} {method_raw.split(' (')[0]} s={r['seq_len']} b={r['micro_batch']}"
+    return CalibrationCase(
+        row=i,
+        source=source_key(source),
+        label=label,
+        regime=regime(setup),
+        model=_model_name(str(r["model"])),
+        setup=setup,
+        measured_bytes=_unit_bytes(float(r["peak_mem_gb"]), str(r["unit"]), n_gpus),  # type: ignore[arg-type]
+        measured_kind=str(r.get("measured") or _measured_kind(source)),
+        assumptions=assumptions,
+        file=file,
+    )
+
+
+def _setup_kwargs(
+    r: dict[str, object], n_gpus: int, assumptions: list[str]
+) -> dict[str, object] | str:
+    """TrainingSetup fields of a row, column family by column family (each parser appends
+    what it had to assume), or why the row cannot be used."""
+    source, notes = str(r["source"]), str(r["notes"] or "")
+    method_raw, opt = str(r["method"]), str(r["optimizer"]).lower()
+    torchtune = "torchtune" in source
+    kw = _method_kwargs(method_raw, str(r["precision"]))
+    kw["precision"] = _precision(str(r["precision"]), torchtune)
+    kw |= _optimizer_kwargs(opt, source, str(r["zero_or_fsdp"]))
+    kw |= _batch_kwargs(r, notes, assumptions)
+    if kw["method"] != "inference":
+        kw |= _recompute_kwargs(str(r["grad_ckpt"]).lower(), source, assumptions)
+    kw["attention"] = _attention(notes, torchtune, r.get("stack"))
+    kw |= _loss_kwargs(notes, source, torchtune, kw.get("recompute"))
+    sharding = _sharding_kwargs(str(r["zero_or_fsdp"]), opt, n_gpus, notes, source)
+    if isinstance(sharding, str):
+        return sharding
+    kw |= sharding
+    if kw["deepspeed"] and kw["method"] == "full":
+        kw["fp32_grad_accum"] = True  # DeepSpeed keeps fp32 gradient partitions
+    kw |= _pipeline_micro_batches(kw, notes, assumptions)
+    if kw["method"] in ("lora", "qlora"):
+        kw |= _lora_kwargs(r, method_raw, torchtune, assumptions)
+    kw |= _stack_kwargs(r, source, assumptions)
+    return kw
+
+
+def _method_kwargs(method_raw: str, prec: str) -> dict[str, object]:
+    """Method and quantized base, from the method and precision columns."""
     kw: dict[str, object] = {}
     if method_raw == "inference":
         kw["method"] = "inference"
@@ -145,15 +189,21 @@ def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> Calibrati
             kw["quantization"] = "gptq_int8" if "GPTQ" in method_raw else "int8"
     else:
         kw["method"] = "full"
+    return kw
 
+
+def _precision(prec: str, torchtune: bool) -> str:
+    """torchtune's recipes train in pure bf16."""
     p = prec.lower()
     if "float8" in p or "fp8" in p:
-        kw["precision"] = "fp8"
-    elif "pure" in p or torchtune:
-        kw["precision"] = "bf16"
-    else:
-        kw["precision"] = "bf16_mixed"
+        return "fp8"
+    if "pure" in p or torchtune:
+        return "bf16"
+    return "bf16_mixed"
 
+
+def _optimizer_kwargs(opt: str, source: str, zero_raw: str) -> dict[str, object]:
+    kw: dict[str, object] = {}
     if "8bit" in opt or "8-bit" in opt:
         kw["optimizer"] = "paged_adamw_8bit" if "paged" in opt else "adamw_8bit"
     elif "paged" in opt:
@@ -161,46 +211,62 @@ def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> Calibrati
     kw["optimizer_in_backward"] = "in_bwd" in opt or "into backward" in opt
     # torchtitan and DeepSpeed step with fused Adam kernels; torch's default is foreach
     kw["optimizer_fused"] = (
-        "fused" in opt or "torchtitan" in source or "deepspeed" in str(r["zero_or_fsdp"]).lower()
+        "fused" in opt or "torchtitan" in source or "deepspeed" in zero_raw.lower()
     )
+    return kw
 
+
+def _batch_kwargs(r: dict[str, object], notes: str, assumptions: list[str]) -> dict[str, object]:
+    """Sequence length, micro-batch, gradient accumulation and packing."""
     seq = r["seq_len"]
     if seq is None or "unpacked" in f"{r['packing']} {notes}".lower():
         seq = min(int(seq or ASSUMED_UNPACKED_LEN), ASSUMED_UNPACKED_LEN)  # type: ignore[call-overload]
         assumptions.append(f"unpacked variable-length rows: longest batch taken as {seq} tokens")
-    kw["seq_len"] = int(seq)  # type: ignore[call-overload]
-    kw["micro_batch"] = int(r["micro_batch"])  # type: ignore[call-overload]
     ga = re.search(r"grad accum (\d+)", notes)
-    kw["grad_accum_steps"] = int(ga.group(1)) if ga else 1
-    kw["packing"] = str(r["packing"]).lower().startswith("yes")
+    return {
+        "seq_len": int(seq),  # type: ignore[call-overload]
+        "micro_batch": int(r["micro_batch"]),  # type: ignore[call-overload]
+        "grad_accum_steps": int(ga.group(1)) if ga else 1,
+        "packing": str(r["packing"]).lower().startswith("yes"),
+    }
 
-    if kw["method"] != "inference":
-        if ckpt.startswith("off"):
-            kw["recompute"] = "none"
-        elif ckpt.startswith("selective"):
-            kw["recompute"] = "selective_op"
-        else:
-            kw["recompute"] = "full"
-            if ckpt.startswith("not stated"):
-                assumptions.append("activation checkpointing not stated: taken as on")
-        kw["activation_offload"] = "offload" in ckpt
-        # Answer.AI's train.py applies torch's checkpoint_wrapper inside the FSDP units
-        # (apply_activation_checkpointing), whatever its --reentrant_checkpointing says
-        kw["hf_reentrant_checkpointing"] = not (
-            "use_reentrant false" in ckpt or "fsdp_qlora" in source.lower()
-        )
-    kw["attention"] = "sdpa" if torchtune or "attn_implementation=sdpa" in notes else "flash"
+
+def _recompute_kwargs(ckpt: str, source: str, assumptions: list[str]) -> dict[str, object]:
+    """Activation checkpointing, from the grad_ckpt column."""
+    kw: dict[str, object] = {}
+    if ckpt.startswith("off"):
+        kw["recompute"] = "none"
+    elif ckpt.startswith("selective"):
+        kw["recompute"] = "selective_op"
+    else:
+        kw["recompute"] = "full"
+        if ckpt.startswith("not stated"):
+            assumptions.append("activation checkpointing not stated: taken as on")
+    kw["activation_offload"] = "offload" in ckpt
+    # Answer.AI's train.py applies torch's checkpoint_wrapper inside the FSDP units
+    # (apply_activation_checkpointing), whatever its --reentrant_checkpointing says
+    kw["hf_reentrant_checkpointing"] = not (
+        "use_reentrant false" in ckpt or "fsdp_qlora" in source.lower()
+    )
+    return kw
+
+
+def _attention(notes: str, torchtune: bool, stack: object) -> str:
     if "attention: eager" in notes:
-        kw["attention"] = "eager"
-    elif r.get("stack") == "lightning":  # LitGPT calls sdpa with K/V expanded to every head
-        kw["attention"] = "sdpa"
+        return "eager"
+    if stack == "lightning":  # LitGPT calls sdpa with K/V expanded to every head
+        return "sdpa"
+    return "sdpa" if torchtune or "attn_implementation=sdpa" in notes else "flash"
+
+
+def _loss_kwargs(notes: str, source: str, torchtune: bool, recompute: object) -> dict[str, object]:
+    """Loss implementation and whether it runs compiled."""
     flags_table = "Optimization flags" in source
     chunked = (
         "chunked" in notes.lower()
         or "30b8519e8" in source  # 2024-09 README table: llama3_1 configs use chunked CE
-        or (flags_table and kw.get("recompute") == "full")  # cumulative flags after chunked CE
+        or (flags_table and recompute == "full")  # cumulative flags after chunked CE
     )
-    kw["loss"] = "chunked" if chunked else "standard"
     # torch.compile as stated (in the flags table it precedes chunked CE, cumulatively; the
     # trainy-whitefiber document runs every row with --training.compile). It compiles the loss
     # too only where the framework did at the source's date (LOSS_COMPILED_SINCE).
@@ -214,11 +280,20 @@ def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> Calibrati
     # torchtune's training.compile_loss compiles CEWithChunkedOutputLoss in place but returns a
     # compiled copy of any other loss, which its recipes discard: only chunked CE runs compiled.
     compiled_loss = compiled and (chunked or not torchtune)
-    kw["compile_loss"] = compiled_loss and since is not None and (dated is None or dated >= since)
+    return {
+        "loss": "chunked" if chunked else "standard",
+        "compile_loss": compiled_loss and since is not None and (dated is None or dated >= since),
+    }
 
+
+def _sharding_kwargs(
+    zero_raw: str, opt: str, n_gpus: int, notes: str, source: str
+) -> dict[str, object] | str:
+    """ZeRO stage, DP/TP/PP degrees, CPU offload and DeepSpeed, from the zero_or_fsdp column."""
     z = zero_raw.lower()
     tp = int(m.group(1)) if (m := re.search(r"tp (\d+)", z)) else 1
     pp = int(m.group(1)) if (m := re.search(r"pp (\d+)", z)) else 1
+    kw: dict[str, object] = {}
     if "zero-3" in z or "fsdp" in z or "full shard" in z:
         kw["zero"] = 3
     elif "zero-2" in z:
@@ -229,60 +304,71 @@ def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> Calibrati
     if "cpu offload" in z or "on cpu" in opt:
         kw["offload"] = "all"
     kw["deepspeed"] = "deepspeed" in z
-    if kw["deepspeed"]:  # ZeRO-1/2 bucket settings: as stated, else the framework's shipped config
-        shipped = DEEPSPEED_CONFIGS.get(source_key(source), (5e8, False))
-        bucket = re.search(r"reduce_bucket_size[ =:]*(\d+(?:\.\d+)?e\d+)", notes)
-        kw["reduce_bucket_elements"] = float(bucket.group(1)) if bucket else shipped[0]
-        overlap = re.search(r"overlap_comm[ =:]*(true|false)", notes, re.IGNORECASE)
-        kw["overlap_comm"] = overlap.group(1).lower() == "true" if overlap else shipped[1]
-    if "deepspeed" in z and kw["method"] == "full":
-        kw["fp32_grad_accum"] = True  # DeepSpeed keeps fp32 gradient partitions
-    if pp > 1 and "split into pp microbatches" in notes.lower():
-        kw["micro_batch"] = max(int(kw["micro_batch"]) // pp, 1)  # type: ignore[call-overload]
-        kw["grad_accum_steps"] = pp
-        assumptions.append(f"local batch split into {pp} pipeline micro-batches")
+    if kw["deepspeed"]:
+        kw |= _deepspeed_buckets(notes, source)
+    return kw
 
-    if kw["method"] in ("lora", "qlora"):
-        targets = _lora_targets(notes) or _lora_targets(method_raw)
-        if targets is None:
-            targets = ("q_proj", "v_proj")
-            assumptions.append("LoRA targets not stated: q,v")
-        kw["lora_targets"] = targets
-        rank = re.search(r"\br=(\d+)", notes)
-        kw["lora_rank"] = int(rank.group(1)) if rank else 8
-        # as stated; else torchtune and LLaMA-Factory default to 0, Qwen's finetune.py and swift
-        # to 0.05
-        drop = re.search(r"dropout[ =:]*(0(?:\.\d+)?)\b", notes)
-        default = 0.0 if torchtune or "llama-factory" in source.lower() else 0.05
-        kw["lora_dropout"] = float(drop.group(1)) if drop else default
-        if "no fp32 upcast" in f"{notes} {r.get('caveats') or ''}":
-            kw["kbit_upcast"] = False  # the trainer prepares the 4-bit base without the upcast
 
+def _deepspeed_buckets(notes: str, source: str) -> dict[str, object]:
+    """ZeRO-1/2 bucket settings: as stated, else the framework's shipped config."""
+    shipped = DEEPSPEED_CONFIGS.get(source_key(source), (5e8, False))
+    bucket = re.search(r"reduce_bucket_size[ =:]*(\d+(?:\.\d+)?e\d+)", notes)
+    overlap = re.search(r"overlap_comm[ =:]*(true|false)", notes, re.IGNORECASE)
+    return {
+        "reduce_bucket_elements": float(bucket.group(1)) if bucket else shipped[0],
+        "overlap_comm": overlap.group(1).lower() == "true" if overlap else shipped[1],
+    }
+
+
+def _pipeline_micro_batches(
+    kw: dict[str, object], notes: str, assumptions: list[str]
+) -> dict[str, object]:
+    """A local batch the source splits into pp pipeline micro-batches."""
+    pp = int(kw["pp"])  # type: ignore[call-overload]
+    if not (pp > 1 and "split into pp microbatches" in notes.lower()):
+        return {}
+    assumptions.append(f"local batch split into {pp} pipeline micro-batches")
+    return {"micro_batch": max(int(kw["micro_batch"]) // pp, 1), "grad_accum_steps": pp}  # type: ignore[call-overload]
+
+
+def _lora_kwargs(
+    r: dict[str, object], method_raw: str, torchtune: bool, assumptions: list[str]
+) -> dict[str, object]:
+    """Adapter targets, rank and dropout, from the notes (else the method column)."""
+    notes, source = str(r["notes"] or ""), str(r["source"])
+    targets = _lora_targets(notes) or _lora_targets(method_raw)
+    if targets is None:
+        targets = ("q_proj", "v_proj")
+        assumptions.append("LoRA targets not stated: q,v")
+    rank = re.search(r"\br=(\d+)", notes)
+    # as stated; else torchtune and LLaMA-Factory default to 0, Qwen's finetune.py and swift
+    # to 0.05
+    drop = re.search(r"dropout[ =:]*(0(?:\.\d+)?)\b", notes)
+    default = 0.0 if torchtune or "llama-factory" in source.lower() else 0.05
+    kw: dict[str, object] = {
+        "lora_targets": targets,
+        "lora_rank": int(rank.group(1)) if rank else 8,
+        "lora_dropout": float(drop.group(1)) if drop else default,
+    }
+    if "no fp32 upcast" in f"{notes} {r.get('caveats') or ''}":
+        kw["kbit_upcast"] = False  # the trainer prepares the 4-bit base without the upcast
+    return kw
+
+
+def _stack_kwargs(r: dict[str, object], source: str, assumptions: list[str]) -> dict[str, object]:
+    """Training stack, whether the loop holds the model output, and varying batch shapes."""
     caveats = str(r.get("caveats") or "")
-    kw["output_held"] = "holds the model output through backward" in caveats
-    stack = r.get("stack")
-    if not stack:
-        stack = next((k for k in ("torchtune", "torchtitan") if k in source), "hf")
-    kw["stack"] = stack
     variable = r.get("variable_length")
-    kw["variable_length"] = (
-        str(variable).startswith("yes") if variable else any("unpacked" in a for a in assumptions)
-    )
-
-    setup = TrainingSetup(**kw)  # type: ignore[arg-type]
-    label = f"{r['model']} {method_raw.split(' (')[0]} s={r['seq_len']} b={r['micro_batch']}"
-    return CalibrationCase(
-        row=i,
-        source=source_key(source),
-        label=label,
-        regime=regime(setup),
-        model=_model_name(str(r["model"])),
-        setup=setup,
-        measured_bytes=_unit_bytes(float(r["peak_mem_gb"]), str(r["unit"]), n_gpus),  # type: ignore[arg-type]
-        measured_kind=str(r.get("measured") or _measured_kind(source)),
-        assumptions=assumptions,
-        file=file,
-    )
+    return {
+        "output_held": "holds the model output through backward" in caveats,
+        "stack": r.get("stack")
+        or next((k for k in ("torchtune", "torchtitan") if k in source), "hf"),
+        "variable_length": (
+            str(variable).startswith("yes")
+            if variable
+            else any("unpacked" in a for a in assumptions)
+        ),
+    }
 
 
 # DeepSpeed ZeRO-1/2 (reduce_bucket_size, overlap_comm) of the config a framework's scripts pass
@@ -556,8 +642,19 @@ def render_markdown(
     skipped: list[tuple[str, int, str]],
     notes: str,
 ) -> str:
-    ins, out = summarize(df), summarize(loso)
-    lines = [
+    """docs/calibration.md: method and headline errors, errors by source and regime, the plan
+    margins, `notes`, then every row and the rows not used."""
+    lines = _method_lines(constants) + _headline_lines(df, loso)
+    lines += _breakdown_lines(df, loso, loso_constants)
+    lines += _margin_lines(margins)
+    lines += ["", notes.strip()]
+    lines += _row_lines(loso, skipped)
+    return "\n".join(lines) + "\n"
+
+
+def _method_lines(constants: Constants) -> list[str]:
+    """How rows are compared and what is fitted, with the in-sample constants."""
+    return [
         "# Calibration of the GPU-memory estimator",
         "",
         "Generated by `python -m tools.calibration --out docs/calibration.md --write-margins` from",
@@ -583,20 +680,30 @@ def render_markdown(
         "**Leave-one-source-out** is the figure to quote: each source's (publisher/framework)",
         "rows are estimated with all three constants fitted on the other sources only. The test",
         f"suite fails if its median rises above {100 * LOSO_MEDIAN_LIMIT:.0f} %.",
+    ]
+
+
+def _headline_lines(df: pl.DataFrame, loso: pl.DataFrame) -> list[str]:
+    """The overall errors: in-sample and leave-one-source-out, with and without the bias."""
+    return [
         "",
         "| evaluation | rows | median APE | p90 APE | median signed | under by >10 % |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
-        _headline("in-sample, headline", ins),
-        _headline("leave-one-source-out, headline", out),
+        _headline("in-sample, headline", summarize(df)),
+        _headline("leave-one-source-out, headline", summarize(loso)),
         _headline("leave-one-source-out, expected (no bias)", summarize(loso, "err_expected")),
         _headline(
             "leave-one-source-out, headline at the default --measure reserved",
             summarize(loso, "err_default"),
         ),
-        "",
-        "## Leave-one-source-out, by source",
-        "",
     ]
+
+
+def _breakdown_lines(
+    df: pl.DataFrame, loso: pl.DataFrame, loso_constants: dict[str, Constants]
+) -> list[str]:
+    """Errors by source (with the constants fitted without it) and by regime."""
+    lines = ["", "## Leave-one-source-out, by source", ""]
     lines += _table(by_group(loso, "source"), "source")
     lines += ["", "Constants fitted without each source (reserve, fragmentation, bias):", ""]
     lines += [f"- {k}: {v[0]}, {v[1]}, {v[2]}" for k, v in loso_constants.items()]
@@ -606,8 +713,12 @@ def render_markdown(
     lines += _table(by_regime(loso, "err_expected"), "regime")
     lines += ["", "## In-sample, by regime", ""]
     lines += _table(by_regime(df), "regime")
+    return lines
+
+
+def _margin_lines(margins: tuple[dict[str, float], float]) -> list[str]:
     by_reg, overall = margins
-    lines += [
+    lines = [
         "",
         "## Plan margins",
         "",
@@ -619,9 +730,15 @@ def render_markdown(
         "| regime | margin |",
         "| --- | ---: |",
     ]
-    lines += [f"| {k} | {v:.2f} |" for k, v in by_reg.items()]
-    lines += ["", notes.strip(), "", "## Every row (leave-one-source-out estimate)", ""]
-    lines += [
+    return lines + [f"| {k} | {v:.2f} |" for k, v in by_reg.items()]
+
+
+def _row_lines(loso: pl.DataFrame, skipped: list[tuple[str, int, str]]) -> list[str]:
+    """Every row's leave-one-source-out estimate, then the rows not used and why."""
+    lines = [
+        "",
+        "## Every row (leave-one-source-out estimate)",
+        "",
         "| file | row | source | case | regime | measured | measured GiB | headline GiB "
         "| error | expected error | notes |",
         "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |",
@@ -635,7 +752,7 @@ def render_markdown(
     if skipped:
         lines += ["", "## Rows not used", ""]
         lines += [f"- {f} row {i}: {why}" for f, i, why in skipped]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 NOTES = """

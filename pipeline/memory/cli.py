@@ -77,10 +77,21 @@ def _choice(parser: argparse.ArgumentParser, flag: str, values: tuple[str, ...],
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    d = TrainingSetup()
+    """The `estimate` flags, on `parser` (errors in one line)."""
     parser.error = types.MethodType(_one_line_error, parser)  # type: ignore[method-assign]
+    d = TrainingSetup()
     parser.add_argument("--model", help=f"preset ({', '.join(PRESETS)}) or a config.json path")
     parser.add_argument("--config-json", help="local config.json (instead of --model)")
+    _add_training_arguments(parser, d)
+    _add_activation_arguments(parser, d)
+    _add_parallel_arguments(parser, d)
+    _add_adapter_arguments(parser, d)
+    _add_runtime_arguments(parser, d)
+    _add_output_arguments(parser)
+
+
+def _add_training_arguments(parser: argparse.ArgumentParser, d: TrainingSetup) -> None:
+    """Method, precision, optimizer and batch shape."""
     _choice(parser, "--method", get_args(Method), default=d.method)
     _choice(parser, "--precision", get_args(Precision), default=d.precision)
     _choice(parser, "--optimizer", get_args(Optimizer), default=d.optimizer)
@@ -90,6 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--micro-batch", type=int, default=d.micro_batch)
     parser.add_argument("--grad-accum", type=int, default=d.grad_accum_steps)
     parser.add_argument("--packing", action=argparse.BooleanOptionalAction, default=d.packing)
+
+
+def _add_activation_arguments(parser: argparse.ArgumentParser, d: TrainingSetup) -> None:
+    """Attention kernel, recomputation and the loss."""
     _choice(parser, "--attention", get_args(Attention), default=d.attention)
     parser.add_argument(
         "--recompute",
@@ -105,6 +120,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the loss runs under torch.compile (torchtitan --training.compile, torchtune "
         "compile=True with chunked CE): 16-bit logits kept, no fp32 loss buffers",
     )
+
+
+def _add_parallel_arguments(parser: argparse.ArgumentParser, d: TrainingSetup) -> None:
+    """DeepSpeed and FSDP settings, ZeRO stage, DP/TP/PP degrees and CPU offload."""
     parser.add_argument(
         "--deepspeed",
         action="store_true",
@@ -134,6 +153,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tp", type=int, default=d.tp)
     parser.add_argument("--pp", type=int, default=d.pp)
     _choice(parser, "--offload", get_args(Offload), default=d.offload)
+
+
+def _add_adapter_arguments(parser: argparse.ArgumentParser, d: TrainingSetup) -> None:
+    """Quantized base and LoRA adapters."""
     _choice(parser, "--quantization", get_args(Quantization), default=d.quantization)
     parser.add_argument("--no-double-quant", action="store_true")
     parser.add_argument("--lora-rank", type=int, default=d.lora_rank)
@@ -145,6 +168,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--lora-dropout", type=float, default=d.lora_dropout)
     parser.add_argument("--train-embeddings", action="store_true")
+
+
+def _add_runtime_arguments(parser: argparse.ArgumentParser, d: TrainingSetup) -> None:
+    """CUDA context, training stack and batch shapes."""
     parser.add_argument("--cuda-context-gib", type=float, default=d.cuda_context_gib)
     _choice(
         parser,
@@ -158,6 +185,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="batch shapes vary (unpacked rows): the allocator fragments toward the longest",
     )
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is reported, and the card to check the fit against."""
     _choice(
         parser,
         "--measure",

@@ -1,0 +1,227 @@
+"""Activations autograd keeps for backward, per device.
+
+Tensor by tensor for an RMSNorm + RoPE + GQA + SwiGLU block, adapting Korthikanti et al. (2022):
+what autograd saves depends on which weights train (a frozen linear does not keep its input), the
+attention kernel (FlashAttention keeps no s x s matrix) and recomputation. At the backward of one
+layer: its recomputed activations plus the gradients of the MLP's two widest intermediates (gate
+and up, 2 x intermediate_size per token), and the layer-input gradients FSDP1 holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas.memory import ModelSpec, TrainingSetup
+
+from .params import linear_shapes
+from .weights import kbit_upcast, quant_bytes
+
+
+def stream_bytes(s: TrainingSetup) -> float:
+    """Bytes per element of the residual stream. After the kbit upcast the fp32 embedding feeds
+    fp32 hidden states, HF's RMSNorm returns weight(fp32) * x -> fp32, and bnb's Linear4bit casts
+    its output back to its input's dtype: layer inputs and MLP intermediates are fp32."""
+    if kbit_upcast(s):
+        return 4.0
+    return 4.0 if s.precision == "fp32" else 2.0
+
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """A tensor autograd keeps for one layer: bytes per token, whether TP splits it."""
+
+    name: str
+    bytes_per_token: float
+    tp_split: bool = True
+    core: bool = False  # attention-core internal, dropped by selective recompute
+    group: str = "attention"
+
+
+def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[SavedTensor]:
+    """Tensors one decoder layer saves for backward without recomputation (per token)."""
+    h, d, a, kv, f = m.hidden_size, m.d_head, m.num_heads, m.num_kv_heads, m.intermediate_size
+    e = 4.0 if s.precision == "fp32" else 2.0
+    full = s.method == "full"
+    lora = s.method in ("lora", "qlora")
+    adapted = set(s.lora_targets) if lora else set()
+    dropout = lora and s.lora_dropout > 0
+    quantized = quant_bytes(s) is not None  # bnb/GPTQ matmuls save their input for backward
+    r = stream_bytes(s)
+    # An fp32 stream: each quantized linear casts its input to the compute dtype and saves that
+    # copy (one per linear, not shared); fp32 adapters read (and keep) the fp32 input itself.
+    upcast = r > e
+
+    def linear_in(width: int, modules: tuple[str, ...]) -> float:
+        """Bytes per token kept of the input shared by `modules` (q/k/v or gate/up)."""
+        if not upcast:
+            return e * width if input_kept(*modules) else 0.0
+        read_by_adapter = not dropout and bool(adapted.intersection(modules))
+        return len(modules) * e * width + (r * width if read_by_adapter else 0.0)
+
+    def input_kept(*modules: str) -> bool:
+        """A linear input stays alive if its weight trains, its quantized matmul saves it, or a
+        dropout-free adapter reads it."""
+        return full or quantized or (not dropout and bool(adapted.intersection(modules)))
+
+    kv_width = kv * d if s.attention == "flash" else a * d  # sdpa/eager repeat K,V to all heads
+    t: list[SavedTensor] = [
+        SavedTensor("attn_norm_fp32_in", 4.0 * h, tp_split=False),
+        SavedTensor("attn_norm_normed", e * h if full else 0.0, tp_split=False),
+        SavedTensor("qkv_in", linear_in(h, ("q_proj", "k_proj", "v_proj")), False),
+        SavedTensor("q_k_v", e * (a * d + 2 * kv_width)),
+    ]
+    if m.qk_norm:
+        t.append(SavedTensor("qk_norm_fp32_in", 4.0 * (a + kv) * d))
+    if s.attention == "eager":
+        t.append(SavedTensor("softmax_fp32_and_probs", (4.0 + e) * a * s.seq_len, core=True))
+        o_in = e * a * d if input_kept("o_proj") else 0.0
+        t.append(SavedTensor("o_proj_in", o_in))
+    else:
+        t.append(SavedTensor("softmax_lse", 4.0 * a, core=True))
+        # The kernel saves its output O, which is also o_proj's input.
+        t.append(SavedTensor("attn_out", e * a * d, core=not input_kept("o_proj")))
+    t += [
+        SavedTensor("mlp_norm_fp32_in", 4.0 * h, tp_split=False, group="mlp"),
+        SavedTensor("mlp_norm_normed", e * h if full else 0.0, tp_split=False, group="mlp"),
+        SavedTensor("gate_up_in", linear_in(h, ("gate_proj", "up_proj")), False, group="mlp"),
+        # gate, up and SiLU(gate), in the stream dtype
+        SavedTensor("gate_up_silu", 3 * r * f, group="mlp"),
+        SavedTensor("down_in", linear_in(f, ("down_proj",)), group="mlp"),
+    ]
+    t += _adapter_tensors(m, s, sorted(adapted), dropout)
+    return [x for x in t if x.bytes_per_token > 0]
+
+
+def _adapter_tensors(
+    m: ModelSpec, s: TrainingSetup, adapted: list[str], dropout: bool
+) -> list[SavedTensor]:
+    """What each LoRA adapter saves: its A output (rank wide) and, with dropout, the dropped-out
+    copy of its input (stream dtype, o_proj's is 16-bit) and the dropout mask."""
+    e = 4.0 if s.precision == "fp32" else 2.0
+    r = stream_bytes(s)
+    shapes = linear_shapes(m)
+    t: list[SavedTensor] = []
+    for name in adapted:
+        d_in = shapes[name][0]
+        group = "mlp" if name in ("gate_proj", "up_proj", "down_proj") else "attention"
+        split = name in ("o_proj", "down_proj")
+        t.append(SavedTensor(f"lora_{name}_a_out", e * s.lora_rank, False, group=group))
+        if dropout:
+            x_b = e if name == "o_proj" else r
+            t.append(SavedTensor(f"lora_{name}_dropout", (x_b + 1.0) * d_in, split, group=group))
+    return t
+
+
+def _per_token(tensors: list[SavedTensor], tp: int, sp: bool) -> float:
+    return sum(x.bytes_per_token / (tp if (x.tp_split or sp) else 1) for x in tensors)
+
+
+@dataclass(frozen=True)
+class LayerActivations:
+    stored: float  # alive from forward through the start of backward
+    transient: float  # extra while the last layer is recomputed (logits gone by then)
+
+
+def activation_bytes(
+    m: ModelSpec, s: TrainingSetup, layers: int, in_flight: int
+) -> LayerActivations:
+    """Activation bytes of `layers` decoder layers holding `in_flight` micro-batches."""
+    tokens = s.tokens
+    tp, sp = s.tp, s.sequence_parallel and s.tp > 1
+    e = 4.0 if s.precision == "fp32" else 2.0
+    saved = layer_saved_tensors(m, s)
+    full_layer = _per_token(saved, tp, sp)
+    layer_in = stream_bytes(s) * m.hidden_size / (tp if sp else 1)
+    if s.recompute_modules:
+        groups = set(s.recompute_modules)
+        kept = [x for x in saved if x.group not in groups]
+        stored = _per_token(kept, tp, sp) + layer_in * len(groups)
+        transient = max(_per_token([x for x in saved if x.group == g], tp, sp) for g in groups)
+    elif s.recompute == "none":
+        stored, transient = full_layer, 0.0
+    elif s.recompute == "selective":
+        core = _per_token([x for x in saved if x.core], tp, sp)
+        stored, transient = full_layer - core, core
+    elif s.recompute == "selective_op":
+        h, d, a, kv, f = (m.hidden_size, m.d_head, m.num_heads, m.num_kv_heads,
+                          m.intermediate_size)  # fmt: skip
+        # layer input, q and v (1st and 3rd matmul), attention output + lse, gate (5th), down (7th)
+        stored = layer_in + e * (a * d + kv * d + a * d + f + h) / tp + 4.0 * a / tp
+        transient = max(full_layer - stored, 0.0)
+    else:  # full
+        stored, transient = layer_in, full_layer
+    per_layer_stored = stored * tokens
+    n_stored_layers = layers * in_flight
+    if s.activation_offload:  # saved tensors stream to the CPU; about two layers stay resident
+        n_stored_layers = min(n_stored_layers, 2)
+    return LayerActivations(stored=per_layer_stored * n_stored_layers, transient=transient * tokens)
+
+
+def fsdp1_held_input_grads(m: ModelSpec, s: TrainingSetup, layers: int) -> float:
+    """Layer-input gradients FSDP1 keeps to the end of backward for frozen decoder units under
+    HF's reentrant checkpointing (accelerate FSDP1 with PEFT: transformers' Trainer and
+    fms-hf-tuning set PEFT's fsdp_auto_wrap_policy, so adapters are their own units and each
+    decoder unit's flat parameter is frozen).
+
+    torch.distributed.fsdp._runtime_utils._register_post_backward_reshard_only_hook runs in the
+    grad-enabled (recomputed) forward of a frozen unit and calls
+    torch.autograd.graph.register_multi_grad_hook on the unit's inputs; its closure keeps
+    `grad_fns = list(map(_get_grad_fn_or_grad_acc, tensors))`, here the AccumulateGrad node of
+    the checkpoint's detached input leaf, which holds that leaf (the checkpointed input's
+    storage) and the gradient accumulated into its `.grad`. The handle is stored as
+    `flat_param._post_backward_hook_state` and removed only by `_finalize_params` in the
+    post-backward final callback. So every layer's checkpointed input stays alive through the
+    backward pass (the estimate already holds all of them at a layer's backward) and gains its
+    gradient, stream dtype x hidden per token: at the first layer's backward, one per layer.
+    Not when the checkpoint runs inside the unit or without reentry: the hook then holds the
+    previous layer's output node, whose saved tensors autograd releases as usual.
+    """
+    fsdp1 = s.zero == 3 and s.dp > 1 and not s.deepspeed and s.stack == "hf"
+    frozen_units = s.method != "full"
+    reentrant = s.recompute == "full" and not s.recompute_modules and s.hf_reentrant_checkpointing
+    if not (fsdp1 and frozen_units and reentrant):
+        return 0.0
+    sp = s.sequence_parallel and s.tp > 1
+    return layers * s.tokens * stream_bytes(s) * m.hidden_size / (s.tp if sp else 1)
+
+
+def mask_bytes(s: TrainingSetup) -> float:
+    """Attention masks materialized for the whole forward: HF builds a 4D float mask for eager."""
+    if s.attention == "eager":
+        return s.micro_batch * s.seq_len**2 * (4.0 if s.precision == "fp32" else 2.0)
+    if s.attention == "sdpa" and s.packing:  # block-causal boolean mask for packed rows
+        return float(s.micro_batch * s.seq_len**2)
+    return 0.0
+
+
+def head_input_bytes(m: ModelSpec, s: TrainingSetup, has_head: bool) -> float:
+    """The final norm's fp32 input; its output too, which feeds lm_head, if the head trains."""
+    if not has_head:
+        return 0.0
+    e = 4.0 if s.precision == "fp32" else 2.0
+    head_trains = s.method == "full" or s.train_embeddings
+    return s.tokens * m.hidden_size * (4.0 + (2 * e if head_trains else 0.0))
+
+
+def layer_backward_working_bytes(m: ModelSpec, s: TrainingSetup) -> float:
+    """Backward of one layer: besides its (recomputed) activations, the gradients of gate and
+    up."""
+    return s.tokens * 2 * stream_bytes(s) * m.intermediate_size / s.tp
+
+
+@dataclass(frozen=True)
+class StageActivations:
+    stored: float  # alive from forward through the start of backward
+    layer_backward: float  # alive at the backward of a layer (the first one's: FSDP1's held)
+
+
+def stage_activations(
+    m: ModelSpec, s: TrainingSetup, layers: int, in_flight: int, has_head: bool
+) -> StageActivations:
+    """Activations of a pipeline stage of `layers` decoder layers holding `in_flight`
+    micro-batches, with the head's and the masks."""
+    acts = activation_bytes(m, s, layers, in_flight)
+    stored = acts.stored + head_input_bytes(m, s, has_head) + mask_bytes(s)
+    working = layer_backward_working_bytes(m, s)
+    held = fsdp1_held_input_grads(m, s, layers)
+    return StageActivations(stored, stored + acts.transient + working + held)

@@ -1,0 +1,89 @@
+"""From the terms alive at each moment of a step to the peak per device (a MemoryBreakdown).
+
+Each moment's allocated bytes are the static terms plus that moment's; the allocator's reserve
+and the CUDA context and NCCL buffers go on top (overhead.py), and so do bitsandbytes' paged
+optimizer states, which live in unified memory the allocator never sees. The peak is the moment
+with the most reserved memory; its calibration regime picks the plan margin.
+"""
+
+from __future__ import annotations
+
+from schemas.memory import MemoryBreakdown, ModelSpec, TrainingSetup
+
+from .margins import DEFAULT_PLAN_MARGIN, PLAN_MARGINS
+from .overhead import overhead_bytes
+from .params import ParamCounts
+from .weights import quant_bytes
+
+
+def peak_breakdown(
+    m: ModelSpec,
+    s: TrainingSetup,
+    pc: ParamCounts,
+    trainable: float,
+    static: float,
+    components: dict[str, float],
+    moments: dict[str, dict[str, float]],
+    paged: float = 0.0,
+) -> MemoryBreakdown:
+    """`static`: bytes alive at every moment; `moments`: each moment's other terms;
+    `components`: each term at its largest; `paged`: paged optimizer states."""
+    phases: dict[str, int] = {}
+    parts: dict[str, tuple[int, int, int]] = {}
+    best: tuple[float, str, dict[str, float], float, float] | None = None
+    for name, terms in moments.items():
+        allocated = static + sum(terms.values())
+        dynamic, shaped = sum(terms.values()), terms.get("logits_and_loss", 0.0)
+        parts[name] = (int(allocated), int(dynamic), int(shaped))
+        reserve, fixed = overhead_bytes(s, dynamic, shaped)
+        fixed += paged
+        phases[name] = int(allocated + reserve + fixed)
+        if best is None or allocated + reserve > best[0] + best[3]:
+            best = (allocated, name, terms, reserve, fixed)
+    assert best is not None
+    allocated, phase, terms, reserve, fixed = best
+    name = regime(s)
+    return MemoryBreakdown(
+        model=m.name,
+        params=pc.total,
+        trainable_params=int(trainable),
+        weights=int(components["weights"]),
+        gradients=int(terms.get("gradients", 0.0)),
+        optimizer=int(components["optimizer"]),
+        optimizer_step_temp=int(terms.get("optimizer_step_temp", 0.0)),
+        activations=int(terms.get("activations", 0.0)),
+        logits_and_loss=int(terms.get("logits_and_loss", 0.0)),
+        adapters=int(components["adapters"]),
+        buffers=int(components["buffers"]),
+        allocator_reserve=int(reserve),
+        context=int(fixed - paged),
+        paged_optimizer=int(paged),
+        peak_phase=phase,  # type: ignore[arg-type]
+        phases=phases,
+        phase_parts=parts,
+        variable_length=s.variable_length,
+        components={k: int(v) for k, v in components.items()},
+        regime=name,
+        plan_margin=PLAN_MARGINS.get(name, DEFAULT_PLAN_MARGIN),
+        allocated_bytes=int(allocated),
+        reserved_bytes=int(allocated + reserve),
+        total_bytes=int(allocated + reserve + fixed),
+    )
+
+
+def regime(s: TrainingSetup) -> str:
+    """The calibration regime of a setup: method and base, then how states are placed."""
+    if s.method == "inference":
+        return "inference"
+    if s.method == "qlora" or quant_bytes(s) is not None:
+        q = s.quantization if s.quantization != "auto" else "nf4"
+        name = {"gptq_int4": "QLoRA (GPTQ int4)", "nf4": "QLoRA (NF4)"}.get(q, "LoRA (int8 base)")
+    elif s.method == "lora":
+        name = "LoRA + trainable embeddings" if s.train_embeddings else "LoRA"
+    else:
+        name = "full"
+    if s.optimizer.startswith("paged") or s.offload != "none":
+        name += ", paged/offloaded states"
+    elif s.world_size > 1:
+        name += ", sharded/parallel"
+    return name

@@ -1,0 +1,54 @@
+"""The logits / cross-entropy spike at the start of the backward pass, per device.
+
+tokens x vocab elements: 12 bytes each for an fp32-upcast loss (fp32 log-probs saved + their
+gradient + the logits' gradient), half that for a loss kept in 16 bit (no upcast, no autocast),
+4 bytes when torch.compile fuses the loss (16-bit logits saved + their gradient), less when
+chunked or fused.
+"""
+
+from __future__ import annotations
+
+import math
+
+from schemas.memory import ModelSpec, TrainingSetup
+
+# Logit-element bytes at the loss spike (start of backward) by loss implementation.
+LOGIT_BYTES_STANDARD = 12.0  # fp32 log-probs (saved) + fp32 grad of log-probs + fp32 grad of logits
+LOGIT_BYTES_BF16_CHUNK = 2.0  # chunked: bf16 logits chunks stay materialized
+LOGIT_BYTES_HELD = 4.0  # fp32 logits of a model output the training loop still holds
+
+
+def loss_in_fp32(m: ModelSpec, s: TrainingSetup) -> bool:
+    """Cross-entropy runs in fp32 when the model upcasts its logits, the run is fp32, or
+    torch.autocast is active, which runs cross_entropy and log_softmax in fp32: HF Trainer and
+    Lightning train 16-bit runs under autocast (accelerate's native AMP, whatever the weights'
+    dtype) except under DeepSpeed, whose engine casts the model to 16 bit and runs none. A model
+    that skips the upcast (Qwen1's remote code) there keeps the loss in 16 bit."""
+    autocast = s.stack in ("hf", "lightning") and not s.deepspeed
+    return m.logits_upcast or s.precision == "fp32" or autocast
+
+
+def logits_bytes(m: ModelSpec, s: TrainingSetup) -> float:
+    """Loss spike at the start of backward, per device."""
+    tokens = s.tokens
+    v = m.vocab_size / s.tp  # vocab-parallel output layer and cross-entropy
+    e = 4.0 if s.precision == "fp32" else 2.0  # the logits' dtype as lm_head writes them
+    # The three loss tensors (saved log-probs, their gradient, the logits' gradient) take 4 B
+    # each in fp32, e each when the loss stays in the logits' dtype.
+    per_chunk = LOGIT_BYTES_STANDARD * (1.0 if loss_in_fp32(m, s) else e / 4.0)
+    if s.compile_loss:  # upcast + CE fused: the logits stay saved and get one gradient
+        per_chunk = e
+    if s.loss == "standard":
+        if s.compile_loss:
+            return tokens * v * 2 * e
+        # A loop that keeps the model output through backward (`output = model(...)`, then
+        # `output.loss.backward()`) also keeps its logits, which HF's Llama-style forward
+        # returned upcast to fp32 (`logits.float()`); HF Trainer drops them in compute_loss.
+        held = (LOGIT_BYTES_HELD if m.logits_upcast else e) if s.output_held else 0.0
+        return tokens * v * (per_chunk + held)
+    if s.loss == "chunked":
+        return tokens * v * (LOGIT_BYTES_BF16_CHUNK + per_chunk / s.loss_chunks)
+    # fused: chunks of ceil(tokens / ceil(V/h)) rows (Liger's rule), i.e. about tokens*h logits,
+    # plus the bf16 gradient of the hidden states computed in the forward pass.
+    chunk_rows = math.ceil(tokens / math.ceil(m.vocab_size / m.hidden_size))
+    return chunk_rows * v * LOGIT_BYTES_STANDARD + tokens * m.hidden_size * 2.0

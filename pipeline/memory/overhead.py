@@ -1,0 +1,26 @@
+"""What the device holds beyond the allocated tensors: the caching allocator's reserve, the
+CUDA context and NCCL buffers.
+
+The caching allocator: reserved = allocated + reserve x what is allocated within a step, plus,
+when batch shapes vary, a fragmentation share of the loss buffers (the step's largest blocks);
+then CUDA context and NCCL buffers on top, outside the allocator. Only the two allocator
+constants (schemas.memory.ALLOCATOR_RESERVE, FRAGMENTATION) are fitted; docs/calibration.md
+gives the in-sample and leave-one-source-out errors against published peaks.
+"""
+
+from __future__ import annotations
+
+from schemas.memory import GIB, TrainingSetup
+
+
+def overhead_bytes(s: TrainingSetup, dynamic: float, shaped: float) -> tuple[float, float]:
+    """(allocator reserve, context + NCCL) in bytes. `dynamic`: bytes allocated and freed within
+    a step, whose blocks the cache keeps; `shaped`: the loss buffers (tokens x vocab), the largest
+    blocks of a step, which fragment the cache when shapes vary: a longer batch needs bigger
+    blocks than the cached ones, so new segments are reserved and the old ones stay cached.
+    Activations are many layer-sized tensors that reuse cached blocks and are not counted."""
+    nccl = s.nccl_gib if s.nccl_gib is not None else (0.5 if s.world_size > 1 else 0.0)
+    reserve = dynamic * s.allocator_reserve
+    if s.variable_length:
+        reserve += shaped * s.fragmentation
+    return reserve, (s.cuda_context_gib + nccl) * GIB

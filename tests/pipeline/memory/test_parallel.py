@@ -1,0 +1,81 @@
+"""ZeRO/FSDP sharding and its buffers against hand-worked numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.memory.estimate import estimate
+from pipeline.memory.models import get_model
+from pipeline.memory.params import param_counts
+from schemas.memory import TrainingSetup
+
+QWEN7 = get_model("qwen2.5-7b")
+
+
+def test_zero3_divides_model_states_by_dp() -> None:
+    s = TrainingSetup(method="full", seq_len=128, recompute="full", cuda_context_gib=0)
+    one = estimate(QWEN7, s)
+    eight = estimate(QWEN7, s.model_copy(update={"zero": 3, "dp": 8, "deepspeed": True}))
+    psi = param_counts(QWEN7).total
+    assert eight.optimizer == pytest.approx(12 * psi / 8, rel=1e-6)
+    assert eight.gradients == pytest.approx(2 * psi / 8, rel=1e-6)
+    # weights: 2 psi / 8; buffers: two unsharded layers, one layer's unsharded gradient and
+    # DeepSpeed's 5e7-element prefetch bucket, all bf16
+    layer = param_counts(QWEN7).per_layer
+    assert eight.weights == pytest.approx(2 * psi / 8, rel=1e-6)
+    assert eight.buffers == pytest.approx(6 * layer + 2 * 5e7, rel=1e-6)
+    assert one.optimizer == pytest.approx(8 * eight.optimizer, rel=1e-6)
+    # ZeRO-1 shards only the optimizer state
+    z1 = estimate(QWEN7, s.model_copy(update={"zero": 1, "dp": 8}))
+    assert (z1.weights, z1.gradients) == (one.weights, one.gradients)
+    assert z1.optimizer == eight.optimizer
+    # ZeRO-1/2 keep a reduce and an all-gather bucket of 5e8 bf16 elements (fewer if less trains)
+    assert z1.buffers == 2 * 5e8 * 2
+    lora_z2 = estimate(QWEN7, TrainingSetup(method="lora", zero=2, dp=8, lora_rank=8))
+    assert lora_z2.buffers == pytest.approx(2 * lora_z2.trainable_params * 2, rel=1e-6)
+
+
+def test_deepspeed_stage2_gradient_buckets_whatever_trains() -> None:
+    # DeepSpeed's stage-1/2 optimizer allocates its contiguous-gradient (ipg) buffer of
+    # reduce_bucket_size 16-bit elements at every backward, whatever the world size and however
+    # few parameters train; overlap_comm adds a second one. Qwen2.5-7B LoRA r=16 on all linears
+    # trains 16 x (7168 + 4096 + 4096 + 7168 + 3 x 22528) x 28 = 40,370,176 params, yet:
+    s = TrainingSetup(method="lora", lora_rank=16, zero=2, dp=1, seq_len=512)
+    plain = estimate(QWEN7, s)
+    ds = estimate(QWEN7, s.model_copy(update={"deepspeed": True}))
+    assert plain.buffers == 0  # no DeepSpeed, one GPU: nothing to reduce
+    assert ds.buffers == 5e8 * 2  # DeepSpeed's default: one bucket of 5e8 elements, 1.0 GB
+    # Qwen1's finetune/ds_config_zero2.json: reduce_bucket_size 2e8, overlap_comm true
+    qwen = s.model_copy(
+        update={"deepspeed": True, "reduce_bucket_elements": 2e8, "overlap_comm": True}
+    )
+    assert estimate(QWEN7, qwen).buffers == 2 * 2e8 * 2  # 0.8 GB
+    full = s.model_copy(update={"method": "full", "deepspeed": True})
+    assert estimate(QWEN7, full).buffers == 5e8 * 2  # the same bucket for a full fine-tune
+
+
+def test_lightning_fsdp_keeps_gradient_shards_of_frozen_weights() -> None:
+    s = TrainingSetup(method="lora", zero=3, dp=4, seq_len=512, stack="torchtune")
+    native = estimate(QWEN7, s)
+    lightning = estimate(QWEN7, s.model_copy(update={"stack": "lightning"}))
+    assert lightning.components["gradients"] - native.components["gradients"] == pytest.approx(
+        2 * param_counts(QWEN7).total / 4, rel=1e-6
+    )
+
+
+def test_fsdp_keeps_the_root_unit_unsharded() -> None:
+    # FSDP1 does not reshard its root unit after forward: embeddings, final norm and lm_head
+    # (Qwen2.5-7B: 2 x 152,064 x 3,584 + 3,584 params, bf16) stay whole through backward, i.e.
+    # (1 - 1/dp) of them on top of the shard. DeepSpeed ZeRO-3 releases them like any module.
+    s = TrainingSetup(method="lora", zero=3, dp=4, seq_len=512, stack="hf")
+    fsdp = estimate(QWEN7, s)
+    ds = estimate(QWEN7, s.model_copy(update={"deepspeed": True}))
+    root = (2 * QWEN7.vocab_size * QWEN7.hidden_size + QWEN7.hidden_size) * 2
+    assert fsdp.buffers - ds.buffers == pytest.approx(root * (1 - 1 / 4), rel=1e-9)
+    # with the parameters offloaded to the CPU, the whole root unit is on the GPU
+    off = estimate(QWEN7, s.model_copy(update={"offload": "all"}))
+    off_ds = estimate(QWEN7, s.model_copy(update={"offload": "all", "deepspeed": True}))
+    assert off.buffers - off_ds.buffers == pytest.approx(root, rel=1e-9)
+    native = s.model_copy(update={"stack": "torchtune"})  # FSDP2 recipes shard them apart
+    assert estimate(QWEN7, native).buffers == estimate(QWEN7, native.model_copy(
+        update={"deepspeed": True})).buffers  # fmt: skip
