@@ -363,7 +363,7 @@ def advice(
                         }
                     )
                     break
-    cards = sorted({g for g in GPUS.values() if g.count == 1}, key=lambda g: g.memory_mib)
+    cards = sorted({g for g in GPUS.values() if g.count == 1}, key=lambda g: (g.memory_mib, g.name))
     return {
         "dominant_term": dominant,
         "dominant_gib": round(terms[dominant] / GIB, 2),
