@@ -18,7 +18,7 @@ from flows.runner import prefect_runner
 from pipeline.core.errors import PipelineError
 from pipeline.funnels.refresh import Sources, refresh
 from pipeline.publish.counts import no_samples_reason
-from pipeline.publish.report import funnel_markdown
+from pipeline.publish.report.markdown import funnel_markdown
 from pipeline.publish.snapshot import Published
 from pipeline.training.plan import plan_table_rows
 from schemas.config import PipelineConfig, load_config, with_execution

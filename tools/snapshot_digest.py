@@ -2,7 +2,9 @@
 
 `python -m tools.snapshot_digest OUT` prints one `sha256  path` line per file (paths relative
 to the snapshot), sorted; two corpora built from the same inputs print the same lines.
-`--json` prints them as one object instead.
+`--golden` prints a JSON object for `tests/golden/`: the file digests, the digest of each
+table's rows (which a newer polars or pyarrow writing other bytes does not change) and the
+versions that wrote the files.
 """
 
 from __future__ import annotations
@@ -10,13 +12,22 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from importlib.metadata import version
 from pathlib import Path
+
+import polars as pl
+
+WRITERS = ("polars", "pyarrow")
+
+
+def current_snapshot(out: Path) -> Path:
+    return out / "snapshots" / (out / "LATEST").read_text().strip()
 
 
 def snapshot_digest(out: Path) -> dict[str, str]:
     """path (relative to the snapshot) -> sha256, for the Parquet files and plan.json of the
     snapshot that `out/LATEST` names."""
-    snapshot = out / "snapshots" / (out / "LATEST").read_text().strip()
+    snapshot = current_snapshot(out)
     files = [*sorted(snapshot.rglob("*.parquet")), snapshot / "plan.json"]
     return {
         str(p.relative_to(snapshot)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -25,16 +36,34 @@ def snapshot_digest(out: Path) -> dict[str, str]:
     }
 
 
+def rows_digest(out: Path) -> dict[str, str]:
+    """path -> sha256 of the file's rows as JSON lines (its content, whatever wrote it)."""
+    snapshot = current_snapshot(out)
+    return {
+        str(p.relative_to(snapshot)): hashlib.sha256(
+            pl.read_parquet(p, hive_partitioning=False).write_ndjson().encode()
+        ).hexdigest()
+        for p in sorted(snapshot.rglob("*.parquet"))
+    }
+
+
+def golden(out: Path) -> dict:
+    return {
+        "writers": {name: version(name) for name in WRITERS},
+        "files": snapshot_digest(out),
+        "rows": rows_digest(out),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the corpus folder (holds LATEST)")
-    parser.add_argument("--json", action="store_true", help="one JSON object")
+    parser.add_argument("--golden", action="store_true", help="a JSON object for tests/golden/")
     args = parser.parse_args(argv)
-    digest = snapshot_digest(args.out)
-    if args.json:
-        print(json.dumps(digest, indent=1, sort_keys=True))
+    if args.golden:
+        print(json.dumps(golden(args.out), indent=1, sort_keys=True))
         return
-    for path, sha in digest.items():
+    for path, sha in snapshot_digest(args.out).items():
         print(f"{sha}  {path}")
 
 

@@ -23,7 +23,8 @@ from pipeline.publish.pieces import (
     path_piece,
     sorted_chunks,
 )
-from pipeline.publish.report import SampleDigest, render_report, snapshot_history
+from pipeline.publish.report.data import SampleDigest, snapshot_history
+from pipeline.publish.report.page import render_report
 from pipeline.publish.writer import SnapshotWriter, TableStream, new_snapshot_id
 from pipeline.text.pii import redact_customers
 from pipeline.training.plan import plan_snapshot

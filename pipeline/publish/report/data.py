@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.stages.normalize import redact_pii
+from pipeline.text.pii import redact_pii
 from schemas.manifest import Manifest
 
 CDF_POINTS = 200  # most points one CDF polyline carries

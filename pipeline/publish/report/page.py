@@ -10,7 +10,7 @@ from html import escape
 
 import polars as pl
 
-from pipeline.publish.report import charts
+import pipeline.publish.report.charts as charts
 from pipeline.publish.report.charts import KEPT, NEUTRAL, REJECTED, bar_table
 from pipeline.publish.report.data import (
     SampleDigest,

@@ -19,7 +19,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.publish.report import SampleDigest, render_report
+from pipeline.publish.report.data import SampleDigest
+from pipeline.publish.report.page import render_report
 from pipeline.stages.messages import render_messages
 from pipeline.training.plan import plan_stages
 from schemas.plan import PlanConfig

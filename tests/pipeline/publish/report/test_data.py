@@ -6,7 +6,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.publish.report import SampleDigest, render_report, snapshot_history
+from pipeline.publish.report.data import SampleDigest, snapshot_history
+from pipeline.publish.report.page import render_report
 from schemas.plan import Plan
 from tests.pipeline.publish.report.fixtures import manifest, work_orders
 

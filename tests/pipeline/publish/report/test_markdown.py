@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.publish.report import funnel_markdown
+from pipeline.publish.report.markdown import funnel_markdown
 from tests.pipeline.publish.report.fixtures import manifest
 
 

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import polars as pl
 import pytest
 
-from pipeline.publish.report import render_report
+from pipeline.publish.report.page import render_report
 from schemas.plan import Plan
 from tests.pipeline.publish.report.fixtures import manifest, plan, tokens
 
