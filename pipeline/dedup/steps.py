@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import polars as pl
 
+from pipeline.core.errors import StateError
 from pipeline.core.stage import StageResult, empty_rejects, make_rejects, stage_result
 from pipeline.dedup.clusters import RANK
 from pipeline.dedup.content import batch_features, new_nodes, node_keys
@@ -161,10 +162,30 @@ def _shard_node_frame(
     return nodes.select(_node_frame(cfg).columns).cast(_node_frame(cfg).schema)
 
 
+def check_index(index: pl.DataFrame, cfg: DedupConfig) -> None:
+    """A published index built with other signature settings cannot be compared with this
+    run's records: refused in one line."""
+    expected = index_schema(cfg.num_perm)
+    problems = [
+        f"{c}: expected {t}, got {index.schema.get(c)}"
+        for c, t in expected.items()
+        if index.schema.get(c) != t
+    ]
+    if problems:
+        raise StateError("dedup index does not match this configuration: " + "; ".join(problems))
+    keys = index.get_column("sig_key").unique().to_list()
+    if index.height and keys != [cfg.sig_key()]:
+        raise StateError(
+            f"dedup index was built with {keys}, this configuration needs {cfg.sig_key()!r}; "
+            "rebuild the index or restore the signature settings"
+        )
+
+
 def index_nodes(index: pl.DataFrame | None, cfg: DedupConfig) -> dict[str, StageResult]:
     """A part of the published index as nodes (key, no records of this run; record_id kept),
     their signatures apart (`flat_signatures`, state `signatures`)."""
     index = index if index is not None else pl.DataFrame(schema=index_schema(cfg.num_perm))
+    check_index(index, cfg)
     key = node_keys(
         index.get_column("content_hash").to_numpy(),
         set_hashes(index.get_column("codes")),

@@ -17,7 +17,7 @@ from pipeline.dedup.content import batch_features, new_nodes, node_keys
 from pipeline.dedup.hashing import set_hashes
 from pipeline.dedup.lsh import bucket_entries, candidate_pairs, components
 from pipeline.dedup.minhash import text_signatures
-from pipeline.dedup.steps import STAGE
+from pipeline.dedup.steps import STAGE, check_index
 from pipeline.dedup.verify import EVIDENCE, decide_pairs, evidence
 from schemas.dedup import DedupConfig, index_schema
 
@@ -30,23 +30,6 @@ _RECORD = {  # per record: its node's hashes and its ranking features
     "cause_len": np.int64,
     "content_len": np.int64,
 }
-
-
-def _check_index(index: pl.DataFrame, cfg: DedupConfig) -> None:
-    expected = index_schema(cfg.num_perm)
-    problems = [
-        f"{c}: expected {t}, got {index.schema.get(c)}"
-        for c, t in expected.items()
-        if index.schema.get(c) != t
-    ]
-    if problems:
-        raise ValueError("dedup index does not match this configuration: " + "; ".join(problems))
-    keys = index.get_column("sig_key").unique().to_list()
-    if index.height and keys != [cfg.sig_key()]:
-        raise ValueError(
-            f"dedup index was built with {keys}, this configuration needs {cfg.sig_key()!r}; "
-            "rebuild the index or restore the signature settings"
-        )
 
 
 def _candidates(
@@ -184,7 +167,7 @@ def dedup(
     corpus's index is the concatenation of the old and the returned one.
     """
     if index is not None:
-        _check_index(index, cfg)
+        check_index(index, cfg)
     old = index if index is not None else pl.DataFrame(schema=index_schema(cfg.num_perm))
     # new nodes' signatures, then the old index's; pages are touched only where written
     sig = np.empty((df.height + old.height, cfg.num_perm), dtype=np.uint32)

@@ -9,6 +9,8 @@ import random
 import polars as pl
 import pytest
 
+from pipeline.core.errors import StateError
+from pipeline.dedup.steps import index_nodes
 from schemas.dedup import DedupConfig
 from schemas.records import REJECT_SCHEMA
 from tests.pipeline.dedup.oracle import dedup
@@ -17,8 +19,10 @@ from tests.pipeline.dedup.support import EN, SERVO, ZH, frame, rejects_of
 
 def test_index_from_other_signature_settings_is_refused() -> None:
     _, index = dedup(frame({"record_id": "x", **ZH}), DedupConfig(seed=7))
-    with pytest.raises(ValueError, match="seed=7"):
+    with pytest.raises(StateError, match="seed=7"):
         dedup(frame({"record_id": "y", **ZH}), DedupConfig(), index)
+    with pytest.raises(StateError, match="seed=7"):  # the production step that reads it
+        index_nodes(index, DedupConfig())
 
 
 def test_counts_add_up_and_rejects_keep_the_payload() -> None:
