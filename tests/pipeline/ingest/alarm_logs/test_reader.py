@@ -13,7 +13,7 @@ from pipeline.ingest.alarm_logs.reader import (
 )
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogsConfig, AlarmLogSource
 
-REPO = Path(__file__).resolve().parents[5]
+REPO = Path(__file__).resolve().parents[4]
 SAMPLES = REPO / "sample_data" / "alarm_logs"
 FANUC = SAMPLES / "VMC-03_fanuc_alarm_history_20240318.txt"
 SINUMERIK = SAMPLES / "DMU-07_sinumerik_alarm_log_20240313.log"

@@ -18,7 +18,7 @@ from schemas.manuals import (
     ManualSource,
 )
 
-REPO = Path(__file__).resolve().parents[5]
+REPO = Path(__file__).resolve().parents[4]
 MANUALS = REPO / "sample_data" / "manuals"
 FANUC_MD = MANUALS / "fanuc_0i-F_维修说明书_节选.md"
 TEXT_GBK = MANUALS / "VMC850_机床保养手册.txt"

@@ -25,7 +25,7 @@ from schemas.manifest import InputFile
 CFG = IngestConfig()
 
 # A domestic CMMS export (written here in UTF-8, encoded to GB18030 by the tests).
-GB18030_EXPORT = (Path(__file__).parents[3] / "data" / "cmms_export.csv").read_text("utf-8")
+GB18030_EXPORT = (Path(__file__).parents[2] / "data" / "cmms_export.csv").read_text("utf-8")
 
 
 def test_gb18030_export_with_unfamiliar_headers(tmp_path: Path) -> None:
