@@ -25,7 +25,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.ingest.alarm_logs.reader import LAYOUTS, detect_layout
+from pipeline.ingest.alarm_logs.layouts import LAYOUTS, detect_layout
 from pipeline.ingest.encoding import EncodingError, detect_encoding, undecodable_lines
 
 HEAD_BYTES = 65536
