@@ -25,7 +25,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.ingest.alarm_logs.reader import LAYOUTS, detect_layout
+from pipeline.ingest.alarm_logs.layouts import LAYOUTS, detect_layout
 from pipeline.ingest.encoding import EncodingError, detect_encoding, undecodable_lines
 
 HEAD_BYTES = 65536
@@ -166,6 +166,18 @@ def sniff(path: str | Path, encoding: str = "auto", expect: str | None = None) -
         complete = not fh.read(1)
     if not head.strip():
         return _unreadable("empty file", suffix, expect)
+    signed = _by_signature(head, path, suffix, expect)
+    if signed is not None:
+        return signed
+    text = _decode(head, encoding, path)
+    if text is None:
+        return _unreadable("binary content: not a table, alarm log or manual", suffix, expect)
+    return _by_text(text, complete, path.name, suffix, expect)
+
+
+def _by_signature(head: bytes, path: Path, suffix: str, expect: str | None) -> Sniffed | None:
+    """A PDF, a zip archive (an XLSX workbook or not) or a legacy Office file; None for
+    anything else."""
     if head.startswith(b"%PDF-"):
         return Sniffed("manual", "pdf")
     if head.startswith(b"PK\x03\x04"):
@@ -181,20 +193,29 @@ def sniff(path: str | Path, encoding: str = "auto", expect: str | None = None) -
         return _skip("zip archive (not an .xlsx workbook): unpack it into the input folder")
     if head.startswith(b"\xd0\xcf\x11\xe0"):
         return _skip("legacy Office binary (.xls/.doc): save it as .xlsx or text")
-    text = _decode(head, encoding, path)
-    if text is None:
-        return _unreadable("binary content: not a table, alarm log or manual", suffix, expect)
+    return None
+
+
+def _by_text(text: str, complete: bool, name: str, suffix: str, expect: str | None) -> Sniffed:
+    """Licence text, an alarm log of a known layout, else (outside alarm-log files and
+    folders) a document kind; `complete`: `text` is the whole file."""
     lines = re.split(r"\r\n|\r|\n", text)
     if not complete and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut
     if _LICENCE_TEXT.search(text[:3000]):
         return _skip("licence text: not corpus text")
-    layout = detect_layout(lines[:400], path.name)
+    layout = detect_layout(lines[:400], name)
     if layout:
         return Sniffed("alarm_log", layout)
     if suffix in _LOG_SUFFIXES or expect == "alarm_log":
         first = next((line.strip() for line in lines if line.strip()), "")[:80]
         return _skip(f"no known alarm-log layout ({', '.join(LAYOUTS)}); first line: {first!r}")
+    return _document_kind(text, lines, complete, suffix)
+
+
+def _document_kind(text: str, lines: list[str], complete: bool, suffix: str) -> Sniffed:
+    """JSON records or a delimited table (work orders), Markdown or prose (a manual), or a
+    file to skip."""
     if text.lstrip()[:1] in "[{" and suffix in _TABLE_SUFFIXES:
         # JSON that does not parse goes to its reader all the same: it names the line
         lines_kind = "jsonl" if suffix in {".jsonl", ".ndjson"} else "json"

@@ -102,7 +102,9 @@ def _markdown_heading(line: str) -> tuple[int, str] | None:
     return (len(m.group(1)), m.group(2)) if m else None
 
 
-def _sections(lines: list[tuple[str, int | None]], fmt: str, outline: dict[str, int]) -> list:
+def _sections(
+    lines: list[tuple[str, int | None]], fmt: str, outline: dict[str, int]
+) -> list[_Section]:
     """Split (line, page) pairs into sections with heading paths."""
     sections = [_Section(path=[], level=0, row=1, page=lines[0][1] if lines else None)]
     stack: list[tuple[int, str]] = []
@@ -171,13 +173,39 @@ def read_manual(
     if source.format == "pdf":
         lines, empty_pages, outline, n_pages = _pdf_lines(path.read_bytes(), path)
     else:
-        text, _ = read_text(path, source.encoding)
-        lines = [(line.removesuffix("\r"), None) for line in text.split("\n")]
-        if lines and lines[-1][0] == "":
-            lines.pop()
+        lines = _text_lines(path, source)
     family = _family("\n".join(line for line, _ in lines), source)
-    sections = _sections(lines, source.format, outline)
-    frame = pl.DataFrame(
+    frame = _section_frame(_sections(lines, source.format, outline))
+    raw = frame.select(
+        pl.concat_str(pl.col("heading_path").list.join(" > "), pl.col("text"), separator="\n")
+    ).to_series()
+    kept = frame.with_columns(
+        record_ids(SOURCE_KIND, rel, frame["source_row"], raw),
+        source_kind=pl.lit(SOURCE_KIND),
+        source_file=pl.lit(rel),
+        family=pl.lit(family, dtype=pl.String),
+    ).select([pl.col(c).cast(t) for c, t in MANUAL_SECTION_SCHEMA.items()])
+    rejected = _textless_pages(empty_pages, rel) if empty_pages else empty_rejects()
+    return stage_result(
+        kept, rejected, read=kept.height + rejected.height, lines_total=len(lines), pages=n_pages
+    )
+
+
+def _text_lines(path: Path, source: ManualSource) -> list[tuple[str, int | None]]:
+    """A Markdown or text manual's lines (no page), decoded, line ends dropped."""
+    text, _ = read_text(path, source.encoding)
+    lines: list[tuple[str, int | None]] = [
+        (line.removesuffix("\r"), None) for line in text.split("\n")
+    ]
+    if lines and lines[-1][0] == "":
+        lines.pop()
+    return lines
+
+
+def _section_frame(sections: list[_Section]) -> pl.DataFrame:
+    """One row per section: its line, heading path and level, body text, first body line
+    and page."""
+    return pl.DataFrame(
         {
             "source_row": [s.row for s in sections],
             "heading_path": [s.path for s in sections],
@@ -191,36 +219,26 @@ def read_manual(
             for k in ("source_row", "heading_path", "level", "text", "body_row", "page")
         },
     )
-    raw = frame.select(
-        pl.concat_str(pl.col("heading_path").list.join(" > "), pl.col("text"), separator="\n")
-    ).to_series()
-    kept = frame.with_columns(
-        record_ids(SOURCE_KIND, rel, frame["source_row"], raw),
+
+
+def _textless_pages(empty_pages: list[int], rel: str) -> pl.DataFrame:
+    """A `no_text_layer` reject for each PDF page without text (a scan)."""
+    pages = pl.DataFrame({"page": empty_pages}, schema={"page": pl.Int32})
+    pages = pages.with_columns(
+        record_ids(
+            SOURCE_KIND,
+            rel,
+            pages["page"],
+            pages.select(pl.format("<page {} without text>", "page")).to_series(),
+        ),
         source_kind=pl.lit(SOURCE_KIND),
         source_file=pl.lit(rel),
-        family=pl.lit(family, dtype=pl.String),
-    ).select([pl.col(c).cast(t) for c, t in MANUAL_SECTION_SCHEMA.items()])
-    rejected = empty_rejects()
-    if empty_pages:
-        pages = pl.DataFrame({"page": empty_pages}, schema={"page": pl.Int32})
-        pages = pages.with_columns(
-            record_ids(
-                SOURCE_KIND,
-                rel,
-                pages["page"],
-                pages.select(pl.format("<page {} without text>", "page")).to_series(),
-            ),
-            source_kind=pl.lit(SOURCE_KIND),
-            source_file=pl.lit(rel),
-        )
-        rejected = make_rejects(
-            pages,
-            STAGE,
-            "no_text_layer",
-            pl.format("{}: page {} has no text layer (scanned?)", pl.lit(rel), pl.col("page")),
-        )
-    return stage_result(
-        kept, rejected, read=kept.height + rejected.height, lines_total=len(lines), pages=n_pages
+    )
+    return make_rejects(
+        pages,
+        STAGE,
+        "no_text_layer",
+        pl.format("{}: page {} has no text layer (scanned?)", pl.lit(rel), pl.col("page")),
     )
 
 
@@ -304,59 +322,8 @@ def chunk_sections(sections: pl.DataFrame, cfg: ChunkConfig | None = None) -> St
     (no body, not chunked), `split_sections`, `chunks` (= read = kept).
     """
     cfg = cfg or ChunkConfig()
-    rows: list[dict] = []
-    split = empty = 0
-    current: dict | None = None
-    for s in sections.sort("source_file", "source_row").iter_rows(named=True):
-        body = (s["text"] or "").strip()
-        if not body:
-            empty += 1
-            continue
-        title = " > ".join(s["heading_path"])
-        block = f"{title}\n\n{body}" if title else body
-        pieces = [block] if len(block) <= cfg.max_chars else None
-        if pieces is None:
-            split += 1
-            head = f"{title}\n\n" if title and len(title) < cfg.max_chars // 4 else ""
-            pieces = [head + p for p in _pieces(body, cfg.max_chars - len(head))]
-        for piece in pieces:
-            fits = (
-                cfg.merge_small_sections
-                and current is not None
-                and current["source_file"] == s["source_file"]
-                and len(current["text"]) + 2 + len(piece) <= cfg.max_chars
-                and len(pieces) == 1
-            )
-            if fits:
-                current["text"] += "\n\n" + piece
-                current["section_ids"].append(s["record_id"])
-                continue
-            current = {
-                "source_file": s["source_file"],
-                "source_row": s["source_row"],
-                "heading_path": s["heading_path"],
-                "section_ids": [s["record_id"]],
-                "text": piece,
-            }
-            rows.append(current)
-            if len(pieces) > 1:
-                current = None  # never pack onto a piece of a split section
-    chunks = pl.DataFrame(
-        rows,
-        schema={
-            k: PRETRAIN_CHUNK_SCHEMA[k]
-            for k in ("source_file", "source_row", "heading_path", "section_ids", "text")
-        },
-    )
-    ids = [
-        xxhash.xxh3_64_hexdigest(f"pretrain\x1f{f}\x1f{r}\x1f{t}".encode())
-        for f, r, t in chunks.select("source_file", "source_row", "text").iter_rows()
-    ]
-    chunks = chunks.with_columns(
-        pl.Series("record_id", ids, dtype=pl.String),
-        source_kind=pl.lit(SOURCE_KIND),
-        n_chars=pl.col("text").str.len_chars(),
-    ).select([pl.col(c).cast(t) for c, t in PRETRAIN_CHUNK_SCHEMA.items()])
+    rows, empty, split = _pack(sections, cfg)
+    chunks = _chunk_frame(rows)
     noise = _is_noise(pl.col("text"))
     rejected = make_rejects(
         chunks.filter(noise),
@@ -379,6 +346,77 @@ def chunk_sections(sections: pl.DataFrame, cfg: ChunkConfig | None = None) -> St
         split_sections=split,
         chunks=kept.height,
     )
+
+
+def _pack(sections: pl.DataFrame, cfg: ChunkConfig) -> tuple[list[dict], int, int]:
+    """Chunk rows (file, first section's line and heading path, section ids, text) in file
+    and line order; and the number of empty and of split sections. A whole section joins the
+    chunk before it when `merge_small_sections`, same file and it fits; a piece of a split
+    section never does, nor does anything join one."""
+    rows: list[dict] = []
+    split = empty = 0
+    current: dict | None = None
+    for s in sections.sort("source_file", "source_row").iter_rows(named=True):
+        body = (s["text"] or "").strip()
+        if not body:
+            empty += 1
+            continue
+        pieces, was_split = _section_pieces(s["heading_path"], body, cfg.max_chars)
+        split += int(was_split)
+        for piece in pieces:
+            fits = (
+                cfg.merge_small_sections
+                and current is not None
+                and current["source_file"] == s["source_file"]
+                and len(current["text"]) + 2 + len(piece) <= cfg.max_chars
+                and len(pieces) == 1
+            )
+            if fits:
+                current["text"] += "\n\n" + piece
+                current["section_ids"].append(s["record_id"])
+                continue
+            current = {
+                "source_file": s["source_file"],
+                "source_row": s["source_row"],
+                "heading_path": s["heading_path"],
+                "section_ids": [s["record_id"]],
+                "text": piece,
+            }
+            rows.append(current)
+            if len(pieces) > 1:
+                current = None  # never pack onto a piece of a split section
+    return rows, empty, split
+
+
+def _section_pieces(heading_path: list[str], body: str, max_chars: int) -> tuple[list[str], bool]:
+    """`heading path\\n\\nbody` when it fits in `max_chars`; else the body split (see
+    `_pieces`), each piece under the heading path when that is short; and whether split."""
+    title = " > ".join(heading_path)
+    block = f"{title}\n\n{body}" if title else body
+    if len(block) <= max_chars:
+        return [block], False
+    head = f"{title}\n\n" if title and len(title) < max_chars // 4 else ""
+    return [head + p for p in _pieces(body, max_chars - len(head))], True
+
+
+def _chunk_frame(rows: list[dict]) -> pl.DataFrame:
+    """Chunk rows → PRETRAIN_CHUNK_SCHEMA, with a record id from file, line and text."""
+    chunks = pl.DataFrame(
+        rows,
+        schema={
+            k: PRETRAIN_CHUNK_SCHEMA[k]
+            for k in ("source_file", "source_row", "heading_path", "section_ids", "text")
+        },
+    )
+    ids = [
+        xxhash.xxh3_64_hexdigest(f"pretrain\x1f{f}\x1f{r}\x1f{t}".encode())
+        for f, r, t in chunks.select("source_file", "source_row", "text").iter_rows()
+    ]
+    return chunks.with_columns(
+        pl.Series("record_id", ids, dtype=pl.String),
+        source_kind=pl.lit(SOURCE_KIND),
+        n_chars=pl.col("text").str.len_chars(),
+    ).select([pl.col(c).cast(t) for c, t in PRETRAIN_CHUNK_SCHEMA.items()])
 
 
 # A word, a number or measurement, or a code/part number, with surrounding punctuation.

@@ -166,6 +166,21 @@ def infer_from_contents(
     mapping = dict(mapping)
     taken = {h for hs in mapping.values() for h in hs} | ignored
     free = [c for c in frame.columns if c not in taken]
+    claims = [
+        claim
+        for column, values in _free_values(frame, free).items()
+        for claim in _claims(column, values)
+    ]
+    for _, field, column in sorted(claims, key=lambda c: -c[0]):
+        if field not in mapping and column not in taken:
+            mapping[field] = [column]
+            taken.add(column)
+    return mapping
+
+
+def _free_values(frame: pl.DataFrame, free: list[str]) -> dict[str, pl.Series]:
+    """The non-blank values (stripped) of each free column in the sample, for the columns
+    that have any."""
     sample = frame.select(free).head(CONTENT_SAMPLE)
     profiles = {}
     for column in free:
@@ -173,27 +188,26 @@ def infer_from_contents(
         values = values.filter(values.str.len_chars() > 0)
         if values.len() >= 1:
             profiles[column] = values
-    claims: list[tuple[float, str, str]] = []  # (confidence, field, column)
-    for column, values in profiles.items():
-        length = float(values.str.len_chars().median() or 0)
-        unique = values.n_unique() / values.len()
-        if _share(values, _DATE) >= 0.8:
-            claims.append((3.0, "reported_at", column))
-        elif _controller_share(values) >= 0.6:
-            claims.append((2.9, "machine_model", column))
-        elif _share(values, _ORDER_ID) >= 0.9 and unique >= 0.95:
-            claims.append((2.8, "order_id", column))
-        elif _share(values, _PERSON) >= 0.7 and length <= 12:
-            claims.append((2.7, "technician", column))
-        elif _share(values, _ASSET) >= 0.7 and length <= 20:
-            claims.append((2.6, "asset", column))
-        elif length >= 6:
-            for field, cue in _TEXT_CUES.items():
-                share = _share(values, cue)
-                if share >= 0.3:
-                    claims.append((share, field, column))
-    for _, field, column in sorted(claims, key=lambda c: -c[0]):
-        if field not in mapping and column not in taken:
-            mapping[field] = [column]
-            taken.add(column)
-    return mapping
+    return profiles
+
+
+def _claims(column: str, values: pl.Series) -> list[tuple[float, str, str]]:
+    """(confidence, field, column): the first typed field the values fit (a date, a
+    controller, an order id, a person, an asset), else each free-text field whose cue words
+    enough of its (longer) values hold."""
+    length = float(values.str.len_chars().median() or 0)
+    unique = values.n_unique() / values.len()
+    if _share(values, _DATE) >= 0.8:
+        return [(3.0, "reported_at", column)]
+    if _controller_share(values) >= 0.6:
+        return [(2.9, "machine_model", column)]
+    if _share(values, _ORDER_ID) >= 0.9 and unique >= 0.95:
+        return [(2.8, "order_id", column)]
+    if _share(values, _PERSON) >= 0.7 and length <= 12:
+        return [(2.7, "technician", column)]
+    if _share(values, _ASSET) >= 0.7 and length <= 20:
+        return [(2.6, "asset", column)]
+    if length < 6:
+        return []
+    shares = ((field, _share(values, cue)) for field, cue in _TEXT_CUES.items())
+    return [(share, field, column) for field, share in shares if share >= 0.3]

@@ -108,42 +108,9 @@ def read_workorder_parts(
         raise IngestError(f"{path}: cannot read: {exc.strerror}") from exc
     fmt = _format_of(path, source)
     if fmt in {"xlsx", "json"}:
-        if fmt == "xlsx":
-            encoding = "binary"
-            raw, lines, header_line, bad = _read_xlsx(path, source, cfg)
-        else:
-            text, encoding, undecodable = decode(path.read_bytes(), path, source.encoding)
-            raw, lines, bad = _read_json(text, path)
-            header_line = 0
-            del text
-            if undecodable:
-                raw, lines, bad = _drop_undecodable(raw, lines, bad)
-        parts = _slices(raw, lines, bad, part_rows)
+        encoding, header_line, parts = _whole_file_parts(path, fmt, source, cfg, part_rows)
     else:
-        encoding, replace = scan_encoding(path, source.encoding)
-        physical = text_lines(path, encoding, replace)
-        if fmt == "csv":
-            found = read_csv_rows(
-                physical,
-                source.delimiter,
-                lambda rows: find_header_row(rows, cfg),
-                source.header_row,
-            )
-            if found is None:
-                raise IngestError(f"{path}: empty file, no header row")
-            header_line, header, rows = found
-            names = _unique_headers(header)
-            parts = (
-                (_csv_frame(good, names), [n for n, _ in good], bad, None)
-                for good, bad in _batched(rows, part_rows)
-            )
-        else:
-            header_line = 0
-            parts = (
-                _objects_part(good, bad) for good, bad in _batched(_jsonl_rows(physical), part_rows)
-            )
-        if replace:
-            parts = (_drop_undecodable(*part) for part in parts)
+        encoding, header_line, parts = _streamed_parts(path, fmt, source, cfg, part_rows)
     head, parts = _head(parts, CONTENT_SAMPLE)
     mapping = resolve_columns(head.columns, source, cfg, path, head)
     columns = {f: " + ".join(mapping[f]) for f in WORKORDER_FIELDS if f in mapping}
@@ -167,6 +134,56 @@ def read_workorder_parts(
 # A part of a file: raw frame (its headers as columns), each row's line, quarantined rows,
 # and each row's raw text for its record id (None: the raw frame's cells joined).
 _Part = tuple[pl.DataFrame, list[int], list["_BadRow"], "pl.Series | None"]
+
+
+def _whole_file_parts(
+    path: Path, fmt: str, source: SourceMapping, cfg: IngestConfig, part_rows: int | None
+) -> tuple[str, int, Iterator[_Part]]:
+    """A workbook or a JSON array, read whole: (encoding, header line, its parts)."""
+    if fmt == "xlsx":
+        encoding = "binary"
+        raw, lines, header_line, bad = _read_xlsx(path, source, cfg)
+    else:
+        text, encoding, undecodable = decode(path.read_bytes(), path, source.encoding)
+        raw, lines, bad = _read_json(text, path)
+        header_line = 0
+        del text
+        if undecodable:
+            raw, lines, bad = _drop_undecodable(raw, lines, bad)
+    return encoding, header_line, _slices(raw, lines, bad, part_rows)
+
+
+def _streamed_parts(
+    path: Path, fmt: str, source: SourceMapping, cfg: IngestConfig, part_rows: int | None
+) -> tuple[str, int, Iterator[_Part]]:
+    """A CSV (header found below report titles) or JSONL file, read as a stream: (encoding,
+    header line, its parts, each read when it is asked for)."""
+    encoding, replace = scan_encoding(path, source.encoding)
+    physical = text_lines(path, encoding, replace)
+    parts: Iterator[_Part]
+    if fmt == "csv":
+        found = read_csv_rows(
+            physical,
+            source.delimiter,
+            lambda rows: find_header_row(rows, cfg),
+            source.header_row,
+        )
+        if found is None:
+            raise IngestError(f"{path}: empty file, no header row")
+        header_line, header, rows = found
+        names = _unique_headers(header)
+        parts = (
+            (_csv_frame(good, names), [n for n, _ in good], bad, None)
+            for good, bad in _batched(rows, part_rows)
+        )
+    else:
+        header_line = 0
+        parts = (
+            _objects_part(good, bad) for good, bad in _batched(_jsonl_rows(physical), part_rows)
+        )
+    if replace:
+        parts = (_drop_undecodable(*part) for part in parts)
+    return encoding, header_line, parts
 
 
 def _head(parts: Iterator[_Part], rows: int) -> tuple[pl.DataFrame, Iterator[_Part]]:
@@ -258,43 +275,9 @@ def _read_xlsx(
     """The data sheet (configured, else the one whose header names the most fields), its
     header row found below report titles; rows with their sheet row numbers; merged blocks
     filled. Every other sheet that holds rows is one quarantined row saying it was not read."""
-    try:
-        book = fastexcel.read_excel(path)
-        names = book.sheet_names
-        if source.sheet is None:
-            wanted = list(range(len(names)))
-        elif isinstance(source.sheet, str):
-            wanted = [names.index(source.sheet)] if source.sheet in names else []
-        else:
-            wanted = [source.sheet] if source.sheet < len(names) else []
-        if not wanted:
-            raise IngestError(f"{path}: no sheet {source.sheet!r}; sheets are {names}")
-        grids = {
-            i: book.load_sheet(i, header_row=None, dtypes="string").to_polars() for i in wanted
-        }
-        heights = {
-            i: grids[i].height if i in grids else book.load_sheet(i, header_row=None).height
-            for i in range(len(names))
-        }
-    except IngestError:
-        raise
-    except Exception as exc:  # calamine/fastexcel and zipfile raise their own types
-        raise IngestError(f"{path}: cannot read spreadsheet: {exc}") from exc
-    headers = {}
-    for i, grid in grids.items():
-        top = [list(r) for r in grid.head(HEADER_ROWS).rows()]
-        headers[i] = find_header_row(top, cfg) if top else 0
-    if source.sheet is None and len(grids) > 1:
-        chosen = max(
-            grids,
-            key=lambda i: sheet_score(
-                grids[i].row(headers[i]) if grids[i].height else [],
-                grids[i].height - headers[i] - 1,
-                cfg,
-            ),
-        )
-    else:
-        chosen = wanted[0]
+    names, wanted, grids, heights = _load_sheets(path, source)
+    headers = {i: _header_index(grid, cfg) for i, grid in grids.items()}
+    chosen = _data_sheet(grids, headers, wanted, source, cfg)
     grid = grids[chosen]
     if grid.height == 0:
         raise IngestError(f"{path}: sheet '{names[chosen]}' is empty, no header row")
@@ -311,7 +294,72 @@ def _read_xlsx(
     frame = frame.rename(dict(zip(frame.columns, _unique_headers(cells), strict=True)))
     frame = fill_merged(frame, layout.merged, header_row, layout.first_col)
     lines = list(range(header_row + 1, header_row + 1 + frame.height))
-    not_read = [
+    return frame, lines, header_row, _sheets_not_read(names, heights, chosen)
+
+
+def _load_sheets(
+    path: Path, source: SourceMapping
+) -> tuple[list[str], list[int], dict[int, pl.DataFrame], dict[int, int]]:
+    """The sheet names; the sheets to choose from (the configured one, else all), loaded as
+    text without a header; and every sheet's row count."""
+    try:
+        book = fastexcel.read_excel(path)
+        names = book.sheet_names
+        wanted = _wanted_sheets(names, source.sheet)
+        if not wanted:
+            raise IngestError(f"{path}: no sheet {source.sheet!r}; sheets are {names}")
+        grids = {
+            i: book.load_sheet(i, header_row=None, dtypes="string").to_polars() for i in wanted
+        }
+        heights = {
+            i: grids[i].height if i in grids else book.load_sheet(i, header_row=None).height
+            for i in range(len(names))
+        }
+    except IngestError:
+        raise
+    except Exception as exc:  # calamine/fastexcel and zipfile raise their own types
+        raise IngestError(f"{path}: cannot read spreadsheet: {exc}") from exc
+    return names, wanted, grids, heights
+
+
+def _wanted_sheets(names: list[str], sheet: str | int | None) -> list[int]:
+    """Indexes of the sheets `sheet` (a name, an index or None: all) names; [] for none."""
+    if sheet is None:
+        return list(range(len(names)))
+    if isinstance(sheet, str):
+        return [names.index(sheet)] if sheet in names else []
+    return [sheet] if sheet < len(names) else []
+
+
+def _header_index(grid: pl.DataFrame, cfg: IngestConfig) -> int:
+    """The header's row index in a sheet (0 for an empty sheet)."""
+    top = [list(r) for r in grid.head(HEADER_ROWS).rows()]
+    return find_header_row(top, cfg) if top else 0
+
+
+def _data_sheet(
+    grids: dict[int, pl.DataFrame],
+    headers: dict[int, int],
+    wanted: list[int],
+    source: SourceMapping,
+    cfg: IngestConfig,
+) -> int:
+    """The configured sheet, else the one whose header and row count score best."""
+    if source.sheet is None and len(grids) > 1:
+        return max(
+            grids,
+            key=lambda i: sheet_score(
+                grids[i].row(headers[i]) if grids[i].height else [],
+                grids[i].height - headers[i] - 1,
+                cfg,
+            ),
+        )
+    return wanted[0]
+
+
+def _sheets_not_read(names: list[str], heights: dict[int, int], chosen: int) -> list[_BadRow]:
+    """One quarantined row for each other sheet that holds rows."""
+    return [
         (
             1,
             f"sheet '{names[i]}' ({n} rows) not read: the data sheet is '{names[chosen]}'; set "
@@ -322,7 +370,6 @@ def _read_xlsx(
         for i, n in heights.items()
         if i != chosen and n
     ]
-    return frame, lines, header_row, not_read
 
 
 def _read_json(text: str, path: Path) -> tuple[pl.DataFrame, list[int], list[_BadRow]]:

@@ -1,7 +1,7 @@
 """File kinds by content, on hand-written shop exports (tests/fixtures/exports/).
 
 Each fixture follows a vendor's documented export layout (see the comment at each parser
-in pipeline/ingest/alarm_logs/reader.py): FANUC 0i-MF memory-card output (`%` framed, newest
+in pipeline/ingest/alarm_logs/<layout>.py): FANUC 0i-MF memory-card output (`%` framed, newest
 first, GBK) and the 30i two-line history screen; SINUMERIK Operate alarm logs (`;` events with
 Chinese states, a German fixed-column Kommen/Gehen/Quittieren table, an English `;` table);
 an MTConnect SHDR adapter log with device-prefixed items and a hex native code; a Mitsubishi
