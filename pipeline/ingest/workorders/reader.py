@@ -149,7 +149,7 @@ def _whole_file_parts(
         header_line = 0
         del text
         if undecodable:
-            raw, lines, bad = _drop_undecodable(raw, lines, bad)
+            raw, lines, bad, _ = _drop_undecodable(raw, lines, bad)
     return encoding, header_line, _slices(raw, lines, bad, part_rows)
 
 

@@ -330,3 +330,20 @@ def test_a_bad_byte_late_in_a_file_comes_after_its_first_parts(tmp_path):
     assert first.result.kept["order_id"].to_list()[:2] == ["WO-2024-0101", "WO-2024-0102"]
     with pytest.raises(InputFileError, match=r"export\.csv:902: not valid utf-8"):
         list(reading)
+
+
+def test_json_array_with_a_record_in_another_encoding_quarantines_that_record(tmp_path):
+    records = [
+        {"工单号": f"WO-{i:03d}", "设备编号": "VMC-03", "故障现象": "主轴异响，温度偏高",
+         "处理措施": "更换主轴前轴承，重新预紧"}
+        for i in range(40)
+    ]  # fmt: skip
+    lines = json.dumps(records, ensure_ascii=False, indent=1).encode("utf-8").split(b"\n")
+    at = next(i for i, line in enumerate(lines) if b"WO-017" in line) + 2
+    lines[at] = lines[at].decode("utf-8").encode("gb18030")  # one record pasted from a GBK tool
+    path = tmp_path / "orders.json"
+    path.write_bytes(b"\n".join(lines))
+    got = read(path)
+    assert got.result.kept.height == 39
+    assert got.result.rejected.height == 1
+    assert got.result.rejected["reason"].to_list() == ["malformed_row"]
