@@ -12,9 +12,9 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pipeline.core.errors import PipelineError
 from schemas.alarm_logs import AlarmLogsConfig
 from schemas.dedup import DedupConfig
+from schemas.errors import ConfigError
 from schemas.execution import ExecutionConfig
 from schemas.filters import FilterConfig
 from schemas.ingest import IngestConfig
@@ -25,10 +25,6 @@ from schemas.publish import PublishConfig
 from schemas.samples import MessagesConfig, StructureConfig, TierConfig
 from schemas.tokens import TokenizerConfig
 from schemas.trainer import ToolSamplesConfig, TrainerConfig
-
-
-class ConfigError(PipelineError, ValueError):
-    """A configuration file that cannot be used; the message names the file and the field."""
 
 
 class SourceFolders(BaseModel):
