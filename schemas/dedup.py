@@ -70,7 +70,7 @@ class DedupConfig(BaseModel):
         ge=8,
         le=1024,
         description="MinHash permutations: values per signature (4 bytes each in the index); "
-        "more estimate similarity more finely; part of `sig_key`",
+        "more values estimate similarity more precisely; part of `sig_key`",
     )
     bands: int = Field(
         20,

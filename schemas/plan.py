@@ -120,6 +120,8 @@ class StageConfig(BaseModel):
 
 
 class PlanConfig(BaseModel):
+    """The training stages each snapshot plans (plan.json) and how their GPUs are fitted."""
+
     model_config = ConfigDict(extra="forbid")
 
     stages: list[StageConfig] = Field(

@@ -15,7 +15,8 @@ class ToolSamplesConfig(BaseModel):
     enabled: bool = Field(
         True,
         description=(
-            "accepted for compatibility but not read: tool-use samples are always written"
+            "not read at present: tool-use samples are always written (the value only enters the "
+            "configuration hash)"
         ),
     )
     system_prompt: Localized = Field(
@@ -44,8 +45,10 @@ class TrainerConfig(BaseModel):
     gpu: str | None = Field(
         None,
         description=(
-            "GPU target (a name from the stage's `gpus`) the trainer configs are written for; "
-            "None: the first GPU of each stage's list that fits (the smallest card)"
+            "GPU target (a name from the stages' `gpus`) the trainer configs are written for, "
+            "where it fits the stage; otherwise, and when None, the first target of the stage's "
+            "list that fits (with the default list, the smallest card); a stage no target fits "
+            "gets no configs"
         ),
     )
     model_paths: dict[str, str] = Field(
