@@ -28,7 +28,11 @@ class AlarmLogSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pattern: str = Field(description="glob matched against the path relative to the input root")
-    format: AlarmLogFormat = Field("auto", description="'auto': the layout found in the content")
+    format: AlarmLogFormat = Field(
+        "auto",
+        description="log layout (fanuc, sinumerik, mtconnect SHDR, mitsubishi, haas); 'auto': "
+        "the layout found in the content",
+    )
     encoding: str = Field("auto", description="'auto' detects; else a Python codec name")
     family: str | None = Field(
         None,
@@ -60,7 +64,10 @@ class IncidentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     burst_gap_s: float = Field(
-        600.0, gt=0, description="raises closer than this (seconds) belong to one incident"
+        600.0,
+        gt=0,
+        description="seconds: raises closer than this to the previous one belong to one "
+        "incident; a longer gap starts a new one",
     )
     merge_by: Literal["code", "machine"] = Field(
         "code",
@@ -76,6 +83,8 @@ class IncidentConfig(BaseModel):
 
 
 class AlarmLogsConfig(BaseModel):
+    """Controller alarm histories: which files hold which layout, and incident settings."""
+
     model_config = ConfigDict(extra="forbid")
 
     sources: list[AlarmLogSource] = Field(
@@ -84,10 +93,14 @@ class AlarmLogsConfig(BaseModel):
             AlarmLogSource(pattern="**/*sinumerik*.log", format="sinumerik"),
             AlarmLogSource(pattern="**/*.shdr", format="mtconnect"),
         ],
-        description="first matching entry wins; these patterns override what a file's content "
-        "says only when set in the configuration (by default the content decides)",
+        description="per-file reading of alarm logs, matched by `pattern` (first match wins); "
+        "applied only when set in the configuration: then a matching file is read with the "
+        "entry's layout, encoding, family and machine whatever its content says; by default "
+        "the content decides and the entries shown here are not applied",
     )
-    incidents: IncidentConfig = IncidentConfig()
+    incidents: IncidentConfig = Field(
+        IncidentConfig(), description="how alarm events merge into incidents"
+    )
 
 
 # One alarm event (a line of a log) as the readers return it.

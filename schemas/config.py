@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.core.errors import PipelineError
 from schemas.alarm_logs import AlarmLogsConfig
 from schemas.dedup import DedupConfig
+from schemas.errors import ConfigError
 from schemas.execution import ExecutionConfig
 from schemas.filters import FilterConfig
 from schemas.ingest import IngestConfig
@@ -27,42 +27,94 @@ from schemas.tokens import TokenizerConfig
 from schemas.trainer import ToolSamplesConfig, TrainerConfig
 
 
-class ConfigError(PipelineError, ValueError):
-    """A configuration file that cannot be used; the message names the file and the field."""
-
-
 class SourceFolders(BaseModel):
     """Sub-folders of refresh-corpus's input, one per source kind."""
 
     model_config = ConfigDict(extra="forbid")
 
-    workorders: str = "workorders"
-    alarm_logs: str = "alarm_logs"
-    manuals: str = "manuals"
+    workorders: str = Field(
+        "workorders",
+        description="sub-folder (relative to the input root) of the work-order exports: a file "
+        "there is expected to be a work-order table, and `serve`'s clean-workorders deployment "
+        "reads this folder",
+    )
+    alarm_logs: str = Field(
+        "alarm_logs",
+        description="sub-folder of the controller alarm histories: a file there is expected to "
+        "be an alarm log, and the clean-fault-logs deployment reads this folder",
+    )
+    manuals: str = Field(
+        "manuals",
+        description="sub-folder of the manuals: a file there is expected to be a manual, and "
+        "the clean-manuals deployment (and clean-fault-logs' fault-code tables) read this folder",
+    )
 
 
 class PipelineConfig(BaseModel):
+    """The whole configuration; every section is optional and defaults to the values below."""
+
     model_config = ConfigDict(extra="forbid")
 
-    strict: bool = False
-    """Fail the run when an input file has to be quarantined (unreadable, undecodable,
-    outside the input) instead of recording it and going on; `--strict` sets it too."""
-    sources: SourceFolders = SourceFolders()
-    ingest: IngestConfig = IngestConfig()
-    alarm_logs: AlarmLogsConfig = AlarmLogsConfig()
-    manuals: ManualsConfig = ManualsConfig()
-    normalize: NormalizeConfig = NormalizeConfig()
-    filters: FilterConfig = FilterConfig()
-    dedup: DedupConfig = DedupConfig()
-    structure: StructureConfig = StructureConfig()
-    tiers: TierConfig = TierConfig()
-    messages: MessagesConfig = MessagesConfig()
-    tokens: TokenizerConfig = TokenizerConfig()
-    plan: PlanConfig = PlanConfig()
-    publish: PublishConfig = PublishConfig()
-    tool_samples: ToolSamplesConfig = ToolSamplesConfig()
-    trainer: TrainerConfig = TrainerConfig()
-    execution: ExecutionConfig = ExecutionConfig()
+    strict: bool = Field(
+        False,
+        description="fail the run when an input file has to be quarantined (unreadable, "
+        "undecodable, outside the input) instead of recording it and going on; `--strict` "
+        "sets it too",
+    )
+    sources: SourceFolders = Field(
+        SourceFolders(), description="per-kind sub-folders of refresh-corpus's input"
+    )
+    ingest: IngestConfig = Field(
+        IngestConfig(), description="work-order exports: which files, columns and encodings"
+    )
+    alarm_logs: AlarmLogsConfig = Field(
+        AlarmLogsConfig(),
+        description="controller alarm histories: layouts, machines, and how events merge "
+        "into incidents",
+    )
+    manuals: ManualsConfig = Field(
+        ManualsConfig(),
+        description="manuals and vendor fault-code tables: formats, pretraining chunks",
+    )
+    normalize: NormalizeConfig = Field(
+        NormalizeConfig(),
+        description="normalization: mojibake repair, line breaks, alarm codes, redaction",
+    )
+    filters: FilterConfig = Field(
+        FilterConfig(), description="rule filters: test rows, placeholders, complaints, too short"
+    )
+    dedup: DedupConfig = Field(
+        DedupConfig(), description="exact and MinHash-LSH near-duplicate removal"
+    )
+    structure: StructureConfig = Field(
+        StructureConfig(),
+        description="how a record's symptom, diagnosis, action and prevention are found",
+    )
+    tiers: TierConfig = Field(TierConfig(), description="rules of the quality tiers A, B and C")
+    messages: MessagesConfig = Field(
+        MessagesConfig(), description="texts of the rendered chat sample (system prompt, labels)"
+    )
+    tokens: TokenizerConfig = Field(
+        TokenizerConfig(), description="token counting: tokenizer, chat template, batching"
+    )
+    plan: PlanConfig = Field(
+        PlanConfig(),
+        description="training stages planned in each snapshot's plan.json (sequence length, "
+        "micro-batch and GPU fit)",
+    )
+    publish: PublishConfig = Field(
+        PublishConfig(), description="how snapshots are written: shards, compression, retention"
+    )
+    tool_samples: ToolSamplesConfig = Field(
+        ToolSamplesConfig(), description="tool-use samples (fault-code lookups) of a snapshot"
+    )
+    trainer: TrainerConfig = Field(
+        TrainerConfig(), description="trainer configs written into each snapshot's `trainer/`"
+    )
+    execution: ExecutionConfig = Field(
+        ExecutionConfig(),
+        description="shard size and task runner; not part of the configuration hash",
+    )
 
     def config_hash(self) -> str:
         """Stable hash of the effective configuration (defaults included); `execution` is

@@ -58,12 +58,36 @@ class DedupConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    shingle_size: int = Field(5, ge=1, le=32, description="characters per shingle")
-    num_perm: int = Field(128, ge=8, le=1024, description="MinHash permutations")
-    bands: int = Field(20, ge=1, description="LSH bands of the text candidates")
-    rows: int = Field(5, ge=1, description="signature values per band")
+    shingle_size: int = Field(
+        5,
+        ge=1,
+        le=32,
+        description="characters per shingle (character n-gram of the normalized text); part "
+        "of the index's `sig_key`: a refresh with another value is refused",
+    )
+    num_perm: int = Field(
+        128,
+        ge=8,
+        le=1024,
+        description="MinHash permutations: values per signature (4 bytes each in the index); "
+        "more values estimate similarity more precisely; part of `sig_key`",
+    )
+    bands: int = Field(
+        20,
+        ge=1,
+        description="LSH bands of the text candidates; with `rows`, candidates come from "
+        "about Jaccard (1/bands)^(1/rows) on (0.55 for 20 x 5); bands x rows <= num_perm",
+    )
+    rows: int = Field(
+        5,
+        ge=1,
+        description="signature values per text band: more rows, fewer and closer candidates",
+    )
     moderate_bands: int = Field(
-        16, ge=1, description="LSH bands of the candidates on one machine (moderate rule)"
+        16,
+        ge=1,
+        description="LSH bands of the candidates among records naming the same machine (the "
+        "moderate rule; about Jaccard 0.4 on for 16 x 3)",
     )
     moderate_rows: int = Field(3, ge=1, description="signature values per moderate band")
     threshold: float = Field(
@@ -81,9 +105,15 @@ class DedupConfig(BaseModel):
         "duplicate when machine, alarm codes, reported time, diagnosis and action agree",
     )
     time_window_days: int = Field(
-        3, ge=0, description="reported dates at most this many days apart agree"
+        3,
+        ge=0,
+        description="days: reported dates at most this far apart agree (moderate rule)",
     )
-    time_column: str = Field("reported_at", description="column with the reported date")
+    time_column: str = Field(
+        "reported_at",
+        description="column with the reported date, compared by the moderate rule and kept in "
+        "the index",
+    )
     part_agreement: float = Field(
         0.5,
         gt=0.0,
@@ -98,21 +128,25 @@ class DedupConfig(BaseModel):
             "the", "a", "an", "was", "were", "is", "are", "it", "to", "of", "and", "then",
             "with", "for", "on", "at", "by", "be", "been", "has", "have", "had", "as",
         ],
-        description="words re-typing adds or drops; ignored when parts are compared",
+        description="words re-typing adds or drops; ignored when diagnosis and action texts "
+        "are compared (`part_agreement`)",
     )  # fmt: skip
     max_code_slips: int = Field(
-        1, ge=0, description="re-typing slips in codes a very similar pair may still have"
+        1,
+        ge=0,
+        description="re-typing slips (a character inserted, deleted or swapped) in alarm codes "
+        "and code-like numbers that a very similar pair may have and still be merged",
     )
     lossy_repairs: tuple[str, ...] = Field(
         ("gbk_lossy",),
         description="`repairs` tags of a lossy repair: the record's diagnosis and action are "
         "no evidence (`锟斤拷`/U+FFFD are found per field)",
     )
-    seed: int = Field(1, ge=0, description="datasketch MinHash seed")
+    seed: int = Field(1, ge=0, description="datasketch MinHash seed; part of `sig_key`")
     scheme: Literal["affine32", "legacy"] = Field(
         "affine32",
         description="datasketch permutation scheme: 'affine32' (datasketch >= 2 default) or "
-        "'legacy' ((a*h+b) mod 2^61-1, truncated to 32 bits)",
+        "'legacy' ((a*h+b) mod 2^61-1, truncated to 32 bits); part of `sig_key`",
     )
     batch_size: int = Field(
         25_000,
@@ -130,7 +164,9 @@ class DedupConfig(BaseModel):
         ("asset", "machine_model"),
         description="columns naming the machine: records whose values differ are kept apart",
     )
-    threads: int = Field(1, ge=1, le=64, description="threads computing signatures")
+    threads: int = Field(
+        1, ge=1, le=64, description="threads computing signatures (results do not depend on it)"
+    )
 
     @model_validator(mode="after")
     def _bands_fit(self) -> DedupConfig:

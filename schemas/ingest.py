@@ -118,9 +118,13 @@ class SourceMapping(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pattern: str = Field(description="glob matched against the path relative to the input root")
-    format: Literal["auto", "csv", "xlsx", "json", "jsonl"] = "auto"
+    format: Literal["auto", "csv", "xlsx", "json", "jsonl"] = Field(
+        "auto",
+        description="file format; 'auto': by suffix (.xlsx/.xlsm/.xls: xlsx, .json, .jsonl, "
+        "anything else: CSV)",
+    )
     encoding: str = Field("auto", description="'auto' detects; else a Python codec name")
-    delimiter: str = ","
+    delimiter: str = Field(",", description="field separator of a CSV file")
     sheet: str | Annotated[int, Field(ge=0)] | None = Field(
         None,
         description="XLSX sheet (name or 0-based index); None: the data sheet, chosen by "
@@ -143,17 +147,38 @@ class SourceMapping(BaseModel):
         default_factory=list,
         description="fields whose blank cells mean 'same as above' (merged-cell exports)",
     )
-    join_with: str = "; "
+    join_with: str = Field(
+        "; ",
+        description="separator between the non-empty values of a field mapped to several "
+        "headers in `columns`",
+    )
 
 
 class IngestConfig(BaseModel):
+    """Work-order exports: which files are skipped, and how configured ones are mapped."""
+
     model_config = ConfigDict(extra="forbid")
 
-    include: list[str] = ["**/*.csv", "**/*.xlsx", "**/*.json", "**/*.jsonl"]
-    exclude: list[str] = []
+    include: list[str] = Field(
+        ["**/*.csv", "**/*.xlsx", "**/*.json", "**/*.jsonl"],
+        description="globs (relative to the input root) of the work-order exports that "
+        "`pipeline.ingest.workorders.reader.discover_files` lists; the flows do not read it: "
+        "they take every file whose content is a work-order table",
+    )
+    exclude: list[str] = Field(
+        [],
+        description="globs (relative to the input root) of files never read, whatever their "
+        "content; each is listed in the manifest as skipped ('excluded by ingest.exclude')",
+    )
     sources: list[SourceMapping] = Field(
-        default_factory=list, description="first matching entry wins; unmatched files use defaults"
+        default_factory=list,
+        description="per-file mappings of work-order exports, matched by `pattern`: the first "
+        "matching entry wins, and a matching file is read as a work-order table whatever its "
+        "content says; unmatched files use the defaults (built-in header aliases, format by "
+        "suffix, encoding detected)",
     )
     header_aliases: dict[WorkOrderField, list[str]] = Field(
-        default_factory=dict, description="extra header names per field, added to the built-in"
+        default_factory=dict,
+        description="extra header names per record field, tried before the built-in alias "
+        "table (compared after NFKC, lower case, without spaces, underscores and punctuation)",
     )

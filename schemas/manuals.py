@@ -18,7 +18,11 @@ class ManualSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pattern: str = Field(description="glob matched against the path relative to the input root")
-    format: ManualFormat
+    format: ManualFormat = Field(
+        description="how the file is cut into sections: 'markdown' (# headings outside code "
+        "fences), 'text' (numbered '1.2 ...' and 第...章/节 headings), 'pdf' (text extracted "
+        "per page; headings from the PDF outline, else as for text)"
+    )
     encoding: str = Field("auto", description="'auto' detects; else a Python codec name (not PDF)")
     family: str | None = Field(
         None,
@@ -32,10 +36,16 @@ class VendorFields(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    message: str
-    cause: str | None = None
-    remedy: str | None = None
-    prevention: str | None = None
+    message: str = Field(description="dotted path (JSON) or column (CSV) of the alarm message")
+    cause: str | None = Field(
+        None, description="dotted path or column of the cause; None: no cause column"
+    )
+    remedy: str | None = Field(
+        None, description="dotted path or column of the remedy; None: no remedy column"
+    )
+    prevention: str | None = Field(
+        None, description="dotted path or column of the prevention; None: no prevention column"
+    )
 
 
 class VendorTableSource(BaseModel):
@@ -44,20 +54,25 @@ class VendorTableSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pattern: str = Field(description="glob matched against the path relative to the input root")
-    format: Literal["json", "csv"]
+    format: Literal["json", "csv"] = Field(
+        description="'json': an array of objects (see `records`); 'csv': a table with a header"
+    )
     family: str = Field(description="code family, e.g. 'DOBOT/SERVO'")
-    encoding: str = "auto"
+    encoding: str = Field("auto", description="'auto' detects; else a Python codec name")
     records: str | None = Field(
         None, description="dotted key of the array of entries in a JSON object; None: top level"
     )
     code: str = Field(description="dotted path (JSON) or column (CSV) of the alarm code")
     languages: dict[Literal["zh", "en"], VendorFields] = Field(
-        description="per language, where message, cause, remedy and prevention are"
+        description="per language, where message, cause, remedy and prevention are; each "
+        "entry gives one knowledge-base row per language"
     )
-    delimiter: str = ","
+    delimiter: str = Field(",", description="field separator of a CSV table")
 
 
 class ChunkConfig(BaseModel):
+    """How manual sections become pretraining chunks."""
+
     model_config = ConfigDict(extra="forbid")
 
     max_chars: int = Field(
@@ -69,6 +84,8 @@ class ChunkConfig(BaseModel):
 
 
 class ManualsConfig(BaseModel):
+    """Manuals and vendor fault-code tables."""
+
     model_config = ConfigDict(extra="forbid")
 
     sources: list[ManualSource] = Field(
@@ -77,10 +94,20 @@ class ManualsConfig(BaseModel):
             ManualSource(pattern="**/*.txt", format="text"),
             ManualSource(pattern="**/*.pdf", format="pdf"),
         ],
-        description="first matching entry wins",
+        description="per-file reading of manuals, matched by `pattern` (first match wins); "
+        "applied only when set in the configuration: then a matching file is read as a manual "
+        "of the entry's format and encoding whatever its content says; by default the content "
+        "decides and the entries shown here are not applied",
     )
-    chunks: ChunkConfig = ChunkConfig()
-    vendor_tables: list[VendorTableSource] = Field(default_factory=list)
+    chunks: ChunkConfig = Field(
+        ChunkConfig(), description="how manual sections become pretraining chunks"
+    )
+    vendor_tables: list[VendorTableSource] = Field(
+        default_factory=list,
+        description="vendor alarm tables (JSON or CSV) mapped onto the fault-code knowledge "
+        "base; a file matching one of their patterns is read as that table before any other "
+        "kind is considered",
+    )
 
 
 # The Dobot servo table of ../shared/external/dobot-servo-alarms, as a worked mapping.

@@ -6,6 +6,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class NormalizeConfig(BaseModel):
+    """Normalization of every text: mojibake, line breaks, alarm codes, language, redaction."""
+
     model_config = ConfigDict(extra="forbid")
 
     fix_latin_mojibake: bool = Field(
@@ -29,8 +31,9 @@ class NormalizeConfig(BaseModel):
         0.2,
         ge=0.0,
         le=1.0,
-        description="language is 'zh' when Han characters make up at least this share of the "
-        "Han characters and Latin letters",
+        description="a record's `language` (which picks its chat sample's system prompt and "
+        "labels) is 'zh' when Han characters make up at least this share (0 to 1) of its Han "
+        "characters and Latin letters, else 'en'",
     )
     customer_names: list[str] = Field(
         default_factory=list,
@@ -39,7 +42,10 @@ class NormalizeConfig(BaseModel):
         "e.g. ['宁波精工机械有限公司', 'Acme Tooling GmbH']",
     )
     min_name_length: int = Field(
-        2, ge=1, description="technician values shorter than this are not searched for in text"
+        2,
+        ge=1,
+        description="characters: technician names shorter than this are not searched for "
+        "(and redacted as [NAME]) in the record's text",
     )
     name_stopwords: list[str] = Field(
         [
@@ -73,5 +79,6 @@ class NormalizeConfig(BaseModel):
             "maintenance",
             "vendor",
         ],
-        description="technician values (compared in lower case) that are not person names",
+        description="technician values (compared in lower case) that are not person names, "
+        "so not redacted as [NAME] where they occur in the text",
     )

@@ -22,25 +22,106 @@ class StageConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    corpus: str  # key of the lengths mapping: "pretrain", "tier_A", "tier_B", "tier_C", "sft_tools"
-    share: float = Field(default=1.0, gt=0.0, le=1.0)  # fraction of the corpus rows used
-    model: str = "qwen2.5-7b"  # preset name or a config.json path
-    method: Method = "lora"
-    precision: Precision = "bf16_mixed"
-    optimizer: Optimizer = "adamw"
-    attention: Attention = "flash"
-    loss: LossImpl = "standard"
-    lora_rank: int = Field(default=16, gt=0)
-    lora_targets: tuple[LinearName, ...] = ALL_LINEAR
-    packing: bool = True
-    quantile: float = Field(default=0.99, gt=0.0, le=1.0)  # of row lengths max_seq_len covers
-    global_batch_tokens: int = Field(default=131_072, gt=0)
-    gpus: tuple[str, ...] = DEFAULT_GPUS
-    multi_gpu_zero: int = Field(default=3, ge=0, le=3)  # sharding when a target has >1 device
+    name: str = Field(
+        description=(
+            "stage name: its entry in plan.json and its trainer config files "
+            "(`trainer/.../<name>.yaml`); unique"
+        )
+    )
+    corpus: str = Field(
+        description=(
+            "rows whose token lengths the stage is planned on: 'pretrain' (manual chunks), "
+            "'tier_A', 'tier_B', 'tier_C' (SFT rows of that tier) or 'sft_tools' (tool-use "
+            "samples)"
+        )
+    )
+    share: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=1.0,
+        description=(
+            "fraction (0 to 1] of the corpus rows the stage uses; below 1 a seeded sample of the "
+            "lengths (`plan.seed`) is planned on"
+        ),
+    )
+    model: str = Field(
+        "qwen2.5-7b",
+        description="model preset name (e.g. 'qwen2.5-7b') or a path to a config.json",
+    )
+    method: Method = Field(
+        "lora", description="training method: 'full', 'lora', 'qlora' or 'inference'"
+    )
+    precision: Precision = Field(
+        "bf16_mixed",
+        description=(
+            "'fp32'; 'bf16_mixed' (bf16 compute copy, fp32 master weights and optimizer state); "
+            "'bf16' (pure bf16, optimizer state too); 'fp8' (fp8 linears over bf16_mixed states)"
+        ),
+    )
+    optimizer: Optimizer = Field(
+        "adamw",
+        description=(
+            "optimizer whose state the memory estimate counts and the trainer configs set"
+        ),
+    )
+    attention: Attention = Field(
+        "flash",
+        description=(
+            "attention kernel: 'flash' (FlashAttention 2), 'sdpa' or 'eager'; eager holds the "
+            "attention scores"
+        ),
+    )
+    loss: LossImpl = Field(
+        "standard",
+        description=(
+            "'standard' (logits materialized, upcast to fp32), 'chunked' (projection and loss per "
+            "chunk) or 'fused' (linear + cross-entropy fused, logits never materialized)"
+        ),
+    )
+    lora_rank: int = Field(default=16, gt=0, description="LoRA/QLoRA adapter rank")
+    lora_targets: tuple[LinearName, ...] = Field(
+        ALL_LINEAR, description="linear layers that get LoRA adapters (default: all of them)"
+    )
+    packing: bool = Field(
+        True,
+        description=(
+            "pack several rows into each max_seq_len sequence (else each row is padded to "
+            "max_seq_len); changes the packing efficiency, the memory estimate and the trainer "
+            "configs"
+        ),
+    )
+    quantile: float = Field(
+        default=0.99,
+        gt=0.0,
+        le=1.0,
+        description=(
+            "max_seq_len covers this quantile (0 to 1] of the stage's row lengths (rounded up to "
+            "`plan.seq_multiple`, capped by the model's context); longer rows are truncated"
+        ),
+    )
+    global_batch_tokens: int = Field(
+        default=131_072,
+        gt=0,
+        description="tokens per optimizer step the gradient accumulation is chosen for",
+    )
+    gpus: tuple[str, ...] = Field(
+        DEFAULT_GPUS,
+        description=(
+            "GPU targets (preset names, smallest first; '2xa100-80g' is two cards) the stage is "
+            "fitted on"
+        ),
+    )
+    multi_gpu_zero: int = Field(
+        default=3,
+        ge=0,
+        le=3,
+        description="DeepSpeed ZeRO stage (0 to 3) of a target with more than one device",
+    )
 
 
 class PlanConfig(BaseModel):
+    """The training stages each snapshot plans (plan.json) and how their GPUs are fitted."""
+
     model_config = ConfigDict(extra="forbid")
 
     stages: list[StageConfig] = Field(
@@ -55,11 +136,25 @@ class PlanConfig(BaseModel):
             StageConfig(name="sft-broad", corpus="tier_B"),
             StageConfig(name="sft-tools", corpus="sft_tools"),
             StageConfig(name="align", corpus="tier_C", share=0.1, global_batch_tokens=65_536),
-        ]
+        ],
+        description=(
+            "the training stages planned in each snapshot's plan.json, in order; each gets a "
+            "trainer config per fitting GPU target"
+        ),
     )
-    headroom: float = 0.15
-    seq_multiple: int = Field(default=128, gt=0)
-    seed: int = Field(0, ge=0)  # for the share sample
+    headroom: float = Field(
+        0.15,
+        description=(
+            "share (0.15 to 0.2) of each card's memory left free when the largest micro-batch that"
+            " fits is chosen"
+        ),
+    )
+    seq_multiple: int = Field(
+        default=128, gt=0, description="tokens: max_seq_len is rounded up to a multiple of this"
+    )
+    seed: int = Field(
+        0, ge=0, description="seed of the row sample of a stage whose `share` is below 1"
+    )
 
     @field_validator("headroom")
     @classmethod

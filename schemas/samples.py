@@ -43,19 +43,26 @@ class StructureConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # part -> input column holding it when the export maps it.
     part_columns: dict[str, str] = Field(
         default_factory=lambda: {
             "symptom": "symptom",
             "diagnosis": "cause",
             "action": "action",
             "prevention": "prevention",
-        }
+        },
+        description=(
+            "part -> input column holding it when the export maps one (a work-order field after "
+            "ingest); that column's text is the part's first choice, and its first clause defaults"
+            " to that part"
+        ),
     )
-    # Further free-text columns segmented for parts (they hold no part by themselves).
-    free_text_columns: list[str] = Field(default_factory=lambda: ["remarks"])
-    # Section labels: a word followed by a separator (":", "：", " - ", "【…】"); the label is
-    # removed and the text up to the next label is that part.
+    free_text_columns: list[str] = Field(
+        default_factory=lambda: ["remarks"],
+        description=(
+            "further free-text columns that are cut into clauses and searched for parts; they hold"
+            " no part by themselves"
+        ),
+    )
     label_cues: dict[str, list[str]] = Field(
         default_factory=lambda: {
             "symptom": [
@@ -75,16 +82,22 @@ class StructureConfig(BaseModel):
                 "预防措施", "预防", "建议", "保养", "定期", "改进措施",
                 "Prevention", "Recommendation", "Recommendations", "Preventive action", "PM",
             ],
-        }
+        },
+        description=(
+            "per part, section labels: a word followed by a separator (':', '：', ' - ', "
+            "'【...】'); the label is removed and the text up to the next label is that part"
+        ),
     )  # fmt: skip
-    # Optional words between a label and its separator ("原因分析：", "Root cause analysis:").
     label_suffixes: list[str] = Field(
         default_factory=lambda: [
             "分析", "描述", "说明", "情况", "过程", "方法", "记录", "结果", "措施",
             "analysis", "description", "details",
-        ]
+        ],
+        description=(
+            "optional words between a label and its separator ('原因分析：', 'Root cause "
+            "analysis:')"
+        ),
     )  # fmt: skip
-    # Words that open a clause of a part ("检查发现…", "更换…", "Replaced …"); kept in the text.
     inline_cues: dict[str, list[str]] = Field(
         default_factory=lambda: {
             "symptom": ["故障现象", "现象为", "症状为", "表现为", "Symptom", "Complaint"],
@@ -108,17 +121,22 @@ class StructureConfig(BaseModel):
                 "Prevention", "Recommend", "Recommended", "Suggest", "PM", "In future",
                 "Going forward", "Regularly", "To prevent",
             ],
-        }
+        },
+        description=(
+            "per part, words that open a clause of that part ('检查发现...', '更换...', 'Replaced "
+            "...'); kept in the text"
+        ),
     )  # fmt: skip
-    # Words before an inline cue that do not stop it opening the clause ("已更换", "then replaced").
     inline_cue_prefixes: list[str] = Field(
         default_factory=lambda: [
             "已经", "已", "随后", "然后", "并且", "并", "再", "又", "经", "后",
             "and", "then", "so", "we", "tech", "re-",
-        ]
+        ],
+        description=(
+            "words before an inline cue that do not stop it opening the clause ('已更换', 'then "
+            "replaced')"
+        ),
     )  # fmt: skip
-    # Unlabelled clauses (not the first of a column) containing these words take that part;
-    # checked in the order prevention, action, diagnosis.
     unlabelled_hints: dict[str, list[str]] = Field(
         default_factory=lambda: {
             "diagnosis": [
@@ -137,10 +155,12 @@ class StructureConfig(BaseModel):
                 "建议", "今后", "以后应", "定期", "避免", "防止", "recommend", "should",
                 "in future", "regularly", "to prevent", "avoid",
             ],
-        }
+        },
+        description=(
+            "per part, words that give an unlabelled clause (not the first of its column) that "
+            "part; checked in the order prevention, action, diagnosis"
+        ),
     )  # fmt: skip
-    # A one-clause record opening with one of these verbs is a work request ("inspect and
-    # replace rollers as required"): not split at its conjunctions into symptom and action.
     work_request_verbs: list[str] = Field(
         default_factory=lambda: [
             "inspect", "check", "replace", "remove", "repair", "service", "install", "fit",
@@ -148,15 +168,21 @@ class StructureConfig(BaseModel):
             "organise", "organize", "supply", "fabricate", "weld", "adjust", "lubricate",
             "grease", "top up", "rectify", "swap", "order", "modify", "reset", "refit",
             "检查", "更换", "拆除", "安装", "清洗", "维修", "调整", "排查",
-        ]
+        ],
+        description=(
+            "a one-clause record opening with one of these verbs is a work request ('inspect and "
+            "replace rollers as required'): not split at its conjunctions into symptom and action"
+        ),
     )  # fmt: skip
-    # Clause text equal to one of these (ignoring case and punctuation) means "nothing".
     null_values: list[str] = Field(
         default_factory=lambda: [
             "无", "暂无", "没有", "空", "/", "-", "--", "—", "n/a", "na", "none", "nil", "null",
-        ]
+        ],
+        description=(
+            "a clause equal to one of these (ignoring case and punctuation) means 'nothing' and "
+            "gives no part"
+        ),
     )  # fmt: skip
-    # Clauses matching these are dropped whole: customer complaints, requests to hurry.
     complaint_patterns: list[str] = Field(
         default_factory=lambda: [
             r"(?:客户|用户|厂方|车间|操作工|生产部|老板)[^,，。;；]{0,10}"
@@ -172,9 +198,12 @@ class StructureConfig(BaseModel):
             r"(?i)\bplease\s+(?:fix|repair|send|come|hurry|expedite)\b",
             r"(?i)\bneeds?\s+(?:this|it)\s+(?:fixed|back|running)\b",
             r"(?i)\bescalat\w*",
-        ]
+        ],
+        description=(
+            "regexes (Rust regex syntax); a clause matching one (customer complaints, requests to "
+            "hurry) is dropped whole"
+        ),
     )
-    # Removed where they stand: urgency notes.
     urgency_patterns: list[str] = Field(
         default_factory=lambda: [
             r"[【\[](?i:紧急|加急|特急|urgent|asap)[】\]]",
@@ -183,9 +212,12 @@ class StructureConfig(BaseModel):
             r"(?:客户|用户|车间)?一直在?催",
             r"(?i)\basap\b!*|\burgent(?:ly)?\b!*|\bhigh priority\b",
             r"[!！]{2,}",
-        ]
+        ],
+        description=(
+            "regexes (Rust regex syntax) of urgency notes ('急！', '[URGENT]'), removed where they "
+            "stand"
+        ),
     )
-    # Removed at the end of a text: signatures and mail footers.
     signature_patterns: list[str] = Field(
         default_factory=lambda: [
             r"(?:——?|--|–)\s*[^\s,，。.;；!！?？:：]{1,16}(?:\s+[^\s,，。.;；!！?？:：]{1,16}){0,2}"
@@ -197,7 +229,11 @@ class StructureConfig(BaseModel):
             # the signed name only: a serial or part number glued to it keeps the cue in place
             r"(?:维修人|维修员|维修工|签名|签字|记录人|填写人|经办人|处理人)\s*[:：]\s*[^\s\d]{1,12}\s*$",
             r"(?:此致\s*)?敬礼[!！。]?\s*$|谢谢[!！。]?\s*$",
-        ]
+        ],
+        description=(
+            "regexes (Rust regex syntax) of signatures and mail footers, removed at the end of a "
+            "text"
+        ),
     )
 
     @model_validator(mode="after")
@@ -212,17 +248,25 @@ class TierConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # A part counts as missing when it is one of these (ignoring case, spaces, punctuation) ...
     placeholder_parts: list[str] = Field(
         default_factory=lambda: [
             "No current controls", "No controls", "None", "N/A", "NA", "nil", "TBD", "TBC",
             "-", "无", "暂无", "没有", "无措施", "不详", "同上", "see above",
-        ]
+        ],
+        description=(
+            "a part equal to one of these (ignoring case, spaces and punctuation) counts as "
+            "missing; tiers need a symptom and an action (else below_tier_c), B also a diagnosis "
+            "or a prevention, A all four"
+        ),
     )  # fmt: skip
-    # ... or has fewer Han characters plus words than this ("broken", "油").
-    min_part_units: int = Field(2, ge=1)
-    # A diagnosis or action that is only these phrases says nothing: the diagnosis counts as
-    # missing for tier B, the action caps the row at tier C.
+    min_part_units: int = Field(
+        2,
+        ge=1,
+        description=(
+            "a part with fewer Han characters plus words than this ('broken', '油') counts as "
+            "missing"
+        ),
+    )
     vague_part_phrases: list[str] = Field(
         default_factory=lambda: [
             "未查明", "原因不明", "原因未明", "不明原因", "原因待查", "重启后正常", "重启正常",
@@ -233,25 +277,57 @@ class TierConfig(BaseModel):
             "as needed", "as req", "checked", "ok", "okay", "fixed", "done", "completed",
             "working now", "running ok", "reset", "restarted", "rebooted", "power cycled",
             "cycled power", "machine", "and", "then", "continue to", "will",
-        ]
+        ],
+        description=(
+            "a diagnosis or action that is only these phrases says nothing: such a diagnosis does "
+            "not count for tier B and gives vague_diagnosis (not A); such an action caps the row "
+            "at tier C (vague_action_phrase)"
+        ),
     )  # fmt: skip
-    # A part with more than this share of its characters lost (锟斤拷, U+FFFD) caps at C.
-    max_damaged_share: float = Field(0.1, ge=0.0, le=1.0)
-    # `repairs` tags of a lossy repair (characters dropped): caps at C.
-    lossy_repairs: list[str] = Field(default_factory=lambda: ["gbk_lossy"])
-    # A specific diagnosis is at least this long (characters) ...
-    min_diagnosis_chars_zh: int = Field(4, ge=0)
-    min_diagnosis_chars_en: int = Field(12, ge=0)
-    # ... contains none of these ...
+    max_damaged_share: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "share (0 to 1) of a part's characters lost to encoding damage (锟斤拷, U+FFFD) above "
+            "which the row is capped at tier C (encoding_damage)"
+        ),
+    )
+    lossy_repairs: list[str] = Field(
+        default_factory=lambda: ["gbk_lossy"],
+        description=(
+            "`repairs` tags of a lossy repair (characters dropped); a row with one is capped at "
+            "tier C (lossy_repair)"
+        ),
+    )
+    min_diagnosis_chars_zh: int = Field(
+        4,
+        ge=0,
+        description=(
+            "characters: a Chinese record's diagnosis shorter than this is not specific "
+            "(short_diagnosis; not tier A)"
+        ),
+    )
+    min_diagnosis_chars_en: int = Field(
+        12,
+        ge=0,
+        description=(
+            "characters: an English record's diagnosis shorter than this is not specific "
+            "(short_diagnosis; not tier A)"
+        ),
+    )
     vague_diagnosis_terms: list[str] = Field(
         default_factory=lambda: [
             "不明", "不详", "不清楚", "未知", "待查", "待确认", "待定", "未找到", "原因未",
             "未查明", "查不出", "不确定", "可能是",
             "unknown", "unclear", "not sure", "tbd", "to be determined", "no fault found",
             "could not find", "not found", "n/a",
-        ]
+        ],
+        description=(
+            "a diagnosis containing one of these (case-insensitive) is not specific "
+            "(vague_diagnosis; not tier A)"
+        ),
     )  # fmt: skip
-    # ... and names a component or a failure cause, or cites an alarm code.
     diagnosis_terms: list[str] = Field(
         default_factory=lambda: [
             "轴承", "编码器", "电机", "主轴", "丝杠", "导轨", "皮带", "同步带", "联轴器",
@@ -273,13 +349,21 @@ class TierConfig(BaseModel):
             "chip", "chips", "cover", "stuck", "jammed", "slipped", "drifted", "lost",
             "contaminated", "corroded", "oxidized", "chafed", "starved", "too low", "too high",
             "gain", "pressure", "insufficient",
-        ]
+        ],
+        description=(
+            "a specific diagnosis names one of these components or failure causes "
+            "(case-insensitive) or cites an alarm code (`alarm_code_pattern`); else "
+            "generic_diagnosis (not tier A)"
+        ),
     )  # fmt: skip
-    alarm_code_pattern: str = (
+    alarm_code_pattern: str = Field(
         r"\b[A-Z]{1,4}[-: ]?\d{3,6}\b|\d{3,6}\s*号?报警"
-        r"|(?i:\balarm|\balm|报警|\berror)\s*(?i:no\.?|号)?\s*[:：#]?\s*\d{3,6}"
+        r"|(?i:\balarm|\balm|报警|\berror)\s*(?i:no\.?|号)?\s*[:：#]?\s*\d{3,6}",
+        description=(
+            "regex (Rust regex syntax) of an alarm code cited in a diagnosis, which makes it "
+            "specific like a `diagnosis_terms` word"
+        ),
     )
-    # A concrete action: one of these verbs followed by an object, or a part number.
     action_verbs: list[str] = Field(
         default_factory=lambda: [
             "更换", "换上", "换了", "调整", "清洗", "清理", "紧固", "修复", "焊接", "校正",
@@ -291,33 +375,53 @@ class TierConfig(BaseModel):
             "rewired", "resoldered", "refilled", "rebuilt", "reinstalled", "re-terminated",
             "terminated", "crimped", "dried", "taught", "re-taught", "readjusted", "restored",
             "reloaded", "reprogrammed", "retuned", "tuned", "greased", "topped up", "cleared",
-        ]
+        ],
+        description=(
+            "a concrete action (needed for tier A, else vague_action) has one of these verbs "
+            "followed by an object, or in passive form after its subject, or a part number"
+        ),
     )  # fmt: skip
-    # Object after a verb: what may stand between them, and what may not be the object (or,
-    # in passive form, the subject).
     action_object_fillers: list[str] = Field(
         default_factory=lambda: [
             "了", "掉", "新的", "新", "一个", "一根", "the", "a", "an", "new", "both", "all",
-        ]
+        ],
+        description=(
+            "words that may stand between an action verb and its object ('了', 'the', 'new')"
+        ),
     )  # fmt: skip
     action_object_stopwords: list[str] = Field(
         default_factory=lambda: [
             "后", "完", "好", "过", "一下", "正常", "it", "them", "this", "that", "ok", "done",
             "normal", "and", "then", "so", "was", "were", "been", "also", "not", "we", "they",
             "he", "she", "tech", "technician", "operator", "alarm", "alarms",
-        ]
+        ],
+        description=(
+            "words that are no object of an action verb (nor, in passive form, its subject): "
+            "'replaced it', '更换后' are not concrete"
+        ),
     )  # fmt: skip
-    # Passive forms count too ("cartridge rebuilt", "pump was replaced", "轴承已更换").
     passive_markers: list[str] = Field(
-        default_factory=lambda: ["was", "were", "has been", "have been", "is", "are", "got"]
+        default_factory=lambda: ["was", "were", "has been", "have been", "is", "are", "got"],
+        description=(
+            "auxiliaries of the passive form that count as a concrete action ('pump was replaced',"
+            " 'cartridge rebuilt')"
+        ),
     )
-    # Dashed codes with a letter ("A06B-6240-H105", "6205-2RS"; not dates) or a labelled number.
-    part_number_pattern: str = (
+    part_number_pattern: str = Field(
         r"\b[A-Z0-9]*[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\b|\b\d+(?:-[A-Z0-9]+)*-[A-Z0-9]*[A-Z][A-Z0-9]*\b"
-        r"|(?i:P/N|part\s*no\.?|料号|物料号|订货号)\s*[:：]?\s*[A-Za-z0-9-]{4,}"
+        r"|(?i:P/N|part\s*no\.?|料号|物料号|订货号)\s*[:：]?\s*[A-Za-z0-9-]{4,}",
+        description=(
+            "regex (Rust regex syntax) of a part number ('A06B-6240-H105', 'P/N 12345'); an action"
+            " citing one is concrete"
+        ),
     )
-    # Sources that are fault-log style: tier C unless all four parts are present.
-    fault_log_source_kinds: list[str] = Field(default_factory=lambda: ["alarm_log"])
+    fault_log_source_kinds: list[str] = Field(
+        default_factory=lambda: ["alarm_log"],
+        description=(
+            "source kinds of fault-log style rows: tier C unless all four parts are present "
+            "(fault_log)"
+        ),
+    )
 
 
 class Localized(BaseModel):
@@ -325,8 +429,10 @@ class Localized(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    zh: str
-    en: str
+    zh: str = Field(description="text for records whose language is Chinese")
+    en: str = Field(
+        description="text for records whose language is English (every language but Chinese)"
+    )
 
 
 class MessagesConfig(BaseModel):
@@ -334,21 +440,54 @@ class MessagesConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    system_prompt: Localized = Localized(
-        zh=(
-            "你是一名经验丰富的数控机床维修工程师。根据用户给出的机床型号、报警代码和故障现象，"
-            "给出故障诊断、处理措施和预防建议。"
+    system_prompt: Localized = Field(
+        Localized(
+            zh=(
+                "你是一名经验丰富的数控机床维修工程师。根据用户给出的机床型号、报警代码和故障现象，"
+                "给出故障诊断、处理措施和预防建议。"
+            ),
+            en=(
+                "You are an experienced CNC machine-tool maintenance engineer. From the machine "
+                "model, alarm codes and symptom the user gives, state the diagnosis, the "
+                "corrective action and how to prevent the fault."
+            ),
         ),
-        en=(
-            "You are an experienced CNC machine-tool maintenance engineer. From the machine "
-            "model, alarm codes and symptom the user gives, state the diagnosis, the corrective "
-            "action and how to prevent the fault."
+        description="system turn of every chat sample, in the record's language",
+    )
+    machine_label: Localized = Field(
+        Localized(zh="机床型号", en="Machine"),
+        description=(
+            "label of the user turn's machine-model line (left out when the record has no machine "
+            "model)"
         ),
     )
-    machine_label: Localized = Localized(zh="机床型号", en="Machine")
-    alarms_label: Localized = Localized(zh="报警代码", en="Alarm codes")
-    symptom_label: Localized = Localized(zh="故障现象", en="Symptom")
-    diagnosis_label: Localized = Localized(zh="诊断", en="Diagnosis")
-    action_label: Localized = Localized(zh="处理", en="Action")
-    prevention_label: Localized = Localized(zh="预防", en="Prevention")
-    label_separator: Localized = Localized(zh="：", en=": ")
+    alarms_label: Localized = Field(
+        Localized(zh="报警代码", en="Alarm codes"),
+        description=(
+            "label of the user turn's alarm-codes line (left out when the record cites none)"
+        ),
+    )
+    symptom_label: Localized = Field(
+        Localized(zh="故障现象", en="Symptom"),
+        description="label of the user turn's symptom line",
+    )
+    diagnosis_label: Localized = Field(
+        Localized(zh="诊断", en="Diagnosis"),
+        description=(
+            "label of the assistant turn's diagnosis line (left out when the sample has no "
+            "diagnosis)"
+        ),
+    )
+    action_label: Localized = Field(
+        Localized(zh="处理", en="Action"), description="label of the assistant turn's action line"
+    )
+    prevention_label: Localized = Field(
+        Localized(zh="预防", en="Prevention"),
+        description=(
+            "label of the assistant turn's prevention line (left out when the sample has no "
+            "prevention)"
+        ),
+    )
+    label_separator: Localized = Field(
+        Localized(zh="：", en=": "), description="between a label and its text"
+    )

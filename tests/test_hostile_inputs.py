@@ -686,7 +686,7 @@ def test_empty_input_folder_is_one_line_before_prefect(tmp_path, capsys):
 
 
 def test_prefect_environment_is_local_and_offline(tmp_path, monkeypatch):
-    from flows.cli import prefect_environment
+    from flows.launch import prefect_environment
 
     monkeypatch.delenv("PREFECT_HOME", raising=False)
     env = prefect_environment(tmp_path / "out")

@@ -2,17 +2,23 @@
 
 `str(error)` names the file and line (or the configuration field) and says what is wrong; the
 CLI prints it without a traceback and exits non-zero. Anything else is a bug and keeps its
-traceback.
+traceback. The base class and the configuration error live in `schemas.errors` (the
+configuration raises them, and schemas import nothing from the pipeline); they are re-exported
+here so that `except PipelineError` catches every known error.
 """
 
 from __future__ import annotations
 
+from schemas.errors import ConfigError, PipelineError
 
-class PipelineError(Exception):
-    """A known failure; its message is one line naming the file and line or field."""
-
-    def __str__(self) -> str:
-        return " ".join(super().__str__().split())
+__all__ = [
+    "ConfigError",
+    "InputFileError",
+    "PipelineError",
+    "QuarantineError",
+    "StateError",
+    "UsageError",
+]
 
 
 class UsageError(PipelineError):
