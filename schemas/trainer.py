@@ -15,8 +15,8 @@ class ToolSamplesConfig(BaseModel):
     enabled: bool = Field(
         True,
         description=(
-            "not read at present: tool-use samples are always written (the value only enters the "
-            "configuration hash)"
+            "write tool-use samples (sft_tools/); off: the table is published empty and "
+            "manifest.sources.sft_tools counts nothing read"
         ),
     )
     system_prompt: Localized = Field(

@@ -129,8 +129,11 @@ def tool_use_samples(
     """Tool-use samples from SFT rows (`messages` = [system, user, assistant], `alarm_codes`,
     `language`, `tier`, lineage). Rows are rejected (not turned into samples) with
     `no_alarm_code`, `no_fault_code_entry` (none of its codes is in the knowledge base) or
-    `no_answer` (empty assistant turn)."""
+    `no_answer` (empty assistant turn). With `cfg.enabled` off there are none (nothing read).
+    """
     cfg = cfg or ToolSamplesConfig()
+    if not cfg.enabled:  # no tool-use samples: no row is read
+        sft = sft.clear()
     kb = knowledge_base if knowledge_base is not None else pl.DataFrame(schema=_KB_SCHEMA)
     rows = sft.with_row_index("_i").with_columns(
         _user=pl.col("messages").list.get(1, null_on_oob=True).struct.field("content"),

@@ -14,6 +14,7 @@ from pipeline.stages.messages import render_messages
 from pipeline.stages.tokens import load_tokenizer
 from schemas.arrow import SFT_TOOLS
 from schemas.tokens import TokenizerConfig
+from schemas.trainer import ToolSamplesConfig
 
 TEMPLATE = Path(__file__).parents[1] / "fixtures" / "qwen2.5_chat_template.jinja"
 IM_START, IM_END, TOOL_CALL, TOOL_CALL_END = 151644, 151645, 151657, 151658
@@ -180,3 +181,9 @@ def test_no_knowledge_base_rejects_every_row() -> None:
     assert result.kept.height == 0
     assert result.counters["rejected_no_fault_code_entry"] == 4
     assert result.counters["rejected_no_alarm_code"] == 1
+
+
+def test_disabled_gives_no_samples_and_reads_nothing() -> None:
+    result = tool_use_samples(_sft(), KB, TokenizerConfig(), ToolSamplesConfig(enabled=False))
+    assert result.kept.height == 0
+    assert result.counters["read"] == result.counters["rejected"] == 0
