@@ -30,6 +30,7 @@ Parquet shards use the record field names of `schemas.records.WORKORDER_FIELDS`.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -665,6 +666,10 @@ def _zh() -> pl.Expr:
     return pl.col("_lang") == 0
 
 
+def _en() -> pl.Expr:
+    return pl.col("_lang") == 1
+
+
 def _both(zh: str, en: str) -> pl.Expr:
     return pl.when(_zh()).then(pl.lit(zh)).otherwise(pl.lit(en))
 
@@ -720,90 +725,170 @@ def _char_edit(col: pl.Expr, op: pl.Expr, r: pl.Expr, zh: pl.Expr) -> pl.Expr:
     )
 
 
+_MACHINE_FAMILY = np.array([FAMILIES.index(m[2]) for m in MACHINES])
+_CATEGORY_GROUP = np.array([GROUPS.index(c[0]) for c in CATEGORIES])
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """What each row (unshuffled) is made of: its base incident's random ints `r`, its own
+    random ints `rr` (edits) and the choices taken from them, one entry per row."""
+
+    r: np.ndarray  # (rows, 24) random ints of the base incident
+    rr: np.ndarray  # (rows, 6) random ints of the row itself
+    role: np.ndarray  # index into ROLES
+    lang: np.ndarray  # 0 zh, 1 en
+    layout: np.ndarray  # index into LAYOUT_P
+    cat: np.ndarray  # index into CATEGORIES
+    machine: np.ndarray  # index into MACHINES
+    family: np.ndarray  # index into FAMILIES
+    has_code: np.ndarray  # the record shows its alarm code
+    code: pl.Series  # the alarm code, full-width on fullwidth edits
+    mention: np.ndarray  # the symptom names the machine model
+    remark: np.ndarray  # a remark is wanted
+    days: np.ndarray  # report day, counted from 2022-01-01
+    minutes: np.ndarray  # report minute of that day
+
+
 def _corpus(rows: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(records with cluster_id, ground truth with edit kind and negative_of), shuffled."""
     rng = np.random.default_rng(np.random.PCG64(seed))
     plan = _plan(rows, rng)
-    n_base = int(plan["n_base"][0])
-    b, role = plan["base"], plan["role"].copy()
-    n = len(b)
+    drawn = _base_draws(int(plan["n_base"][0]), plan["negative_of_base"], rng)
+    # per-row draws (edits)
+    rr = rng.integers(0, 2**31 - 1, size=(len(plan["base"]), 6), dtype=np.int64)
+    row = _per_row(plan, drawn, rr)
+    values = _placeholder_values(row)
+    frame = _shape_pieces(_row_frame(row, values, _pieces(row, values)))
+    frame = _assemble(_switch_optional(frame))
+    frame = _metadata(_edit_characters(frame, row))
+    return _shuffle(frame, plan, rng)
 
-    # --- per-base draws (shared by every copy of an incident)
-    rb = rng.integers(0, 2**31 - 1, size=(n_base, 24), dtype=np.int64)
-    lang_b = (rng.random(n_base) < 0.30).astype(np.int64)
-    layout_b = rng.choice(len(LAYOUT_P), size=n_base, p=LAYOUT_P)
-    alarm_b = rng.random(n_base) < 0.7
-    mention_b = rng.random(n_base) < 0.4
-    neg_bases = plan["negative_of_base"][plan["negative_of_base"] >= 0]
-    alarm_b[neg_bases] = True
-    mention_b[neg_bases] = True
-    remark_b = rng.random(n_base) < 0.45
-    days_b = rng.integers(0, 3 * 365, size=n_base)
-    minutes_b = rng.integers(7 * 60, 23 * 60, size=n_base)
-    # --- per-row draws (edits)
-    rr = rng.integers(0, 2**31 - 1, size=(n, 6), dtype=np.int64)
 
-    r = rb[b]
-    lang, layout = lang_b[b], layout_b[b]
+def _base_draws(
+    n_base: int, negative_of_base: np.ndarray, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Per-base draws, shared by every copy of an incident; the singletons that hard
+    negatives copy always show their alarm code and name their machine."""
+    drawn = {
+        "r": rng.integers(0, 2**31 - 1, size=(n_base, 24), dtype=np.int64),
+        "lang": (rng.random(n_base) < 0.30).astype(np.int64),
+        "layout": rng.choice(len(LAYOUT_P), size=n_base, p=LAYOUT_P),
+        "alarm": rng.random(n_base) < 0.7,
+        "mention": rng.random(n_base) < 0.4,
+        "remark": rng.random(n_base) < 0.45,
+        "days": rng.integers(0, 3 * 365, size=n_base),
+        "minutes": rng.integers(7 * 60, 23 * 60, size=n_base),
+    }
+    neg_bases = negative_of_base[negative_of_base >= 0]
+    drawn["alarm"][neg_bases] = True
+    drawn["mention"][neg_bases] = True
+    return drawn
+
+
+def _per_row(plan: dict[str, np.ndarray], drawn: dict[str, np.ndarray], rr: np.ndarray) -> _Rows:
+    """Each row's copy of its base incident's draws, with its machine and alarm code."""
+    b = plan["base"]
+    r = drawn["r"][b]
     cat = r[:, 0] % len(CATEGORIES)
-    machine = r[:, 1] % len(MACHINES)
-    fam_of_machine = np.array([FAMILIES.index(m[2]) for m in MACHINES])
-    group = np.array([GROUPS.index(c[0]) for c in CATEGORIES])[cat]
-    codes, c_off, c_cnt = _codes_flat()
-    pool = c_cnt[fam_of_machine[machine], group]
-    code_i = r[:, 3] % pool
-    has_code = alarm_b[b] & (fam_of_machine[machine] != FAMILIES.index("mazak"))
+    role, machine, code, has_code = _alarm_codes(plan["role"], r, rr, cat, drawn["alarm"][b])
+    return _Rows(
+        r=r,
+        rr=rr,
+        role=role,
+        lang=drawn["lang"][b],
+        layout=drawn["layout"][b],
+        cat=cat,
+        machine=machine,
+        family=_MACHINE_FAMILY[machine],
+        has_code=has_code,
+        code=code,
+        mention=drawn["mention"][b],
+        remark=drawn["remark"][b],
+        days=drawn["days"][b],
+        minutes=drawn["minutes"][b],
+    )
 
-    # hard negatives: another alarm code (same family), else another machine
+
+def _alarm_codes(
+    role: np.ndarray, r: np.ndarray, rr: np.ndarray, cat: np.ndarray, alarm: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, pl.Series, np.ndarray]:
+    """(role, machine, code, has_code) per row. Hard negatives take another alarm code of
+    the same family, or else another machine (and become negative_machine); a fullwidth
+    edit of a record that shows no code becomes an insert."""
+    role = role.copy()
+    machine = r[:, 1] % len(MACHINES)
+    group = _CATEGORY_GROUP[cat]
+    codes, c_off, c_cnt = _codes_flat()
+    pool = c_cnt[_MACHINE_FAMILY[machine], group]
+    code_i = r[:, 3] % pool
+    has_code = alarm & (_MACHINE_FAMILY[machine] != FAMILIES.index("mazak"))
+
     neg_code = (role == ROLES.index("negative_code")) & has_code & (pool > 1)
     role[(role == ROLES.index("negative_code")) & ~neg_code] = ROLES.index("negative_machine")
     code_i = np.where(neg_code, (code_i + 1 + rr[:, 0] % np.maximum(pool - 1, 1)) % pool, code_i)
-    neg_machine = role == ROLES.index("negative_machine")
-    same_family = np.array(
-        [[j for j, m in enumerate(MACHINES) if m[2] == fam and m != MACHINES[i]]
-         for i, (_, _, fam) in enumerate(MACHINES)],
-        dtype=object,
-    )  # fmt: skip
-    first_machine = machine.copy()
-    for i in np.unique(first_machine[neg_machine]):  # at most len(MACHINES) iterations
-        rows_i = neg_machine & (first_machine == i)
-        choices = np.array(same_family[i])  # every family has two machines or more
-        machine[rows_i] = choices[rr[rows_i, 0] % len(choices)]
-    family = fam_of_machine[machine]
+    machine = _other_machine(machine, role == ROLES.index("negative_machine"), rr[:, 0])
+    family = _MACHINE_FAMILY[machine]
     code = codes.gather(c_off[family, group] + code_i % c_cnt[family, group])
+
     role[(role == ROLES.index("fullwidth")) & ~has_code] = ROLES.index("insert")
     fullwidth = role == ROLES.index("fullwidth")
     code = pl.select(
         pl.when(pl.Series(fullwidth)).then(code.str.replace_many(_FULLWIDTH)).otherwise(code)
     ).to_series()
+    return role, machine, code, has_code
+
+
+def _other_machine(machine: np.ndarray, negative: np.ndarray, rnd: np.ndarray) -> np.ndarray:
+    """`machine`, with another machine of the same controller family on `negative` rows."""
+    same_family = [
+        [j for j, m in enumerate(MACHINES) if m[2] == fam and m != MACHINES[i]]
+        for i, (_, _, fam) in enumerate(MACHINES)
+    ]
+    moved = machine.copy()
+    for i in np.unique(machine[negative]):  # at most len(MACHINES) iterations
+        rows = negative & (machine == i)
+        choices = np.array(same_family[i])  # every family has two machines or more
+        moved[rows] = choices[rnd[rows] % len(choices)]
+    return moved
+
+
+def _num(values: np.ndarray) -> pl.Series:
+    return pl.Series(values).cast(pl.String)
+
+
+def _placeholder_values(row: _Rows) -> dict[str, pl.Series]:
+    """Each row's value of every `{placeholder}` of the text banks, in replacement order."""
+    r, lang = row.r, row.lang
     params, p_off, p_cnt = _params_flat()
-    tail_r = r[:, 11].copy()
-    reword = role == ROLES.index("tail")
-    tail_r[reword] += 1 + rr[reword, 1] % (len(ZH_TAIL) - 1)  # ZH_TAIL and EN_TAIL: 12 each
-
-    def num(values: np.ndarray) -> pl.Series:
-        return pl.Series(values).cast(pl.String)
-
-    days = pl.Series(days_b[b])
-    values = {
+    days = pl.Series(row.days)
+    return {
         "axis": _s(("X", "Y", "Z", "A", "B", "X", "Y", "Z")).gather(r[:, 5] % 8),
-        "n": num(2 + r[:, 6] % 97),
-        "h": num(1 + r[:, 7] % 47),
-        "t": num(38 + r[:, 8] % 55),
-        "mm": "0.0" + num(1 + r[:, 9] % 95),
+        "n": _num(2 + r[:, 6] % 97),
+        "h": _num(1 + r[:, 7] % 47),
+        "t": _num(38 + r[:, 8] % 55),
+        "mm": "0.0" + _num(1 + r[:, 9] % 95),
         "part": _s(PARTS).gather(r[:, 10] % len(PARTS)),
-        "param": params.gather(p_off[family] + r[:, 13] % p_cnt[family]),
-        "code": code,
+        "param": params.gather(p_off[row.family] + r[:, 13] % p_cnt[row.family]),
+        "code": row.code,
         "date": pl.select(
             (pl.date(2022, 1, 1) + pl.duration(days=days)).dt.strftime("%Y-%m-%d")
         ).to_series(),
         "tech": _filled(TECH_ZH + TECH_EN, _lang_idx(TECH_ZH, TECH_EN, lang, r[:, 15]), {}),
-        "phone": num(100000000 + r[:, 14] % 899999999),
+        "phone": _num(100000000 + r[:, 14] % 899999999),
         "wp": _filled(
             WORKPIECE_ZH + WORKPIECE_EN, _lang_idx(WORKPIECE_ZH, WORKPIECE_EN, lang, r[:, 12]), {}
         ),
     }
-    banks = _Banks()
+
+
+def _pieces(row: _Rows, values: dict[str, pl.Series]) -> dict[str, pl.Series]:
+    """Each row's text pieces `p_<name>` in its language, placeholders filled; a reworded
+    tail copy takes another verification tail than its original."""
+    r, lang = row.r, row.lang
+    tail_r = r[:, 11].copy()
+    reword = row.role == ROLES.index("tail")
+    tail_r[reword] += 1 + row.rr[reword, 1] % (len(ZH_TAIL) - 1)  # ZH_TAIL and EN_TAIL: 12 each
     draws = {
         "opener": (ZH_OPENERS, EN_OPENERS, r[:, 17]),
         "alarm": (ZH_ALARM, EN_ALARM, r[:, 18]),
@@ -822,29 +907,38 @@ def _corpus(rows: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
         "p_" + k: _filled(zh + en, _lang_idx(zh, en, lang, rv), values)
         for k, (zh, en, rv) in draws.items()
     }
+    banks = _Banks()
     for part, name in enumerate(("sym", "cause", "act", "prev")):
-        pieces["p_" + name] = banks.pick(part, lang, cat, r[:, 20 + part] // 7, values)
-    frame = pl.DataFrame(
+        pieces["p_" + name] = banks.pick(part, lang, row.cat, r[:, 20 + part] // 7, values)
+    return pieces
+
+
+def _row_frame(
+    row: _Rows, values: dict[str, pl.Series], pieces: dict[str, pl.Series]
+) -> pl.DataFrame:
+    """One row per record: its draws and flags as `_` columns, its text pieces as `p_`."""
+    r, rr, lang, machine = row.r, row.rr, row.lang, row.machine
+    return pl.DataFrame(
         {
             "_lang": lang,
-            "_layout": layout,
-            "_role": role,
-            "_has_code": has_code,
-            "_mention": mention_b[b],
+            "_layout": row.layout,
+            "_role": row.role,
+            "_has_code": row.has_code,
+            "_mention": row.mention,
             "_has_obs": (r[:, 19] % 3) > 0,
             "_has_evid": (r[:, 23] % 2) == 0,
             "_has_detail": (r[:, 12] % 4) == 0,
             "_has_context": (r[:, 14] % 2) == 0,
-            "_has_remark": remark_b[b],
-            "_days": days,
-            "_minutes": minutes_b[b],
-            "_code": code,
+            "_has_remark": row.remark,
+            "_days": pl.Series(row.days),
+            "_minutes": row.minutes,
+            "_code": row.code,
             "_date": values["date"],
             "_tech": values["tech"],
             "_tech2": _by_lang(TECH_ZH, TECH_EN, lang, r[:, 15] + 1 + rr[:, 2] % 7),
             "_model": _s([m[0] for m in MACHINES]).gather(machine),
             "_prefix": _s([m[1] for m in MACHINES]).gather(machine),
-            "_unit": num(1 + (r[:, 16] + machine * 7) % 60),
+            "_unit": _num(1 + (r[:, 16] + machine * 7) % 60),
             "_status": _by_lang(STATUS_ZH, STATUS_EN, lang, r[:, 16] // 3),
             "_cues": _by_lang(
                 tuple("|".join(c) for c in ZH_CUES),
@@ -857,8 +951,14 @@ def _corpus(rows: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
             **pieces,
         }
     )
-    en = pl.col("_lang") == 1
-    frame = frame.with_columns(
+
+
+def _shape_pieces(frame: pl.DataFrame) -> pl.DataFrame:
+    """Pieces made ready to join: the machine mention bracketed, the alarm only where the
+    code shows, a comma after a Chinese opener, English cause and action capitalized (the
+    cause only without a lead) and the sentence end `_end`."""
+    en = _en()
+    return frame.with_columns(
         p_mention=_when(
             "_mention",
             pl.when(_zh())
@@ -875,35 +975,45 @@ def _corpus(rows: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
         _end=_both("。", "."),
     )
 
-    # --- lengths and gating, identical for every copy of an incident (tail and mention aside)
-    def ln(c: str) -> pl.Expr:
-        return pl.col(c).str.len_chars()
 
-    layout_c = pl.col("_layout")
-    # the code counts as 10 characters so that code hard negatives gate like their original
-    alarm_len = pl.when("_has_code").then(ln("p_alarm") - ln("_code") + 10).otherwise(0)
-    sym_len = ln("p_opener") + ln("p_sym") + alarm_len + 1
-    cause_len = ln("p_lead") + ln("p_cause") + 1
-    act_len = ln("p_act") + 1
-    prev_len = ln("p_freq") + ln("p_prev") + 1
-    core = (
-        pl.when(layout_c == 4)
-        .then(11 + pl.when("_has_code").then(10).otherwise(ln("_code")) + ln("p_sym") + act_len)
-        .when(layout_c == 2)
+def _len(column: str) -> pl.Expr:
+    return pl.col(column).str.len_chars()
+
+
+def _core_length() -> pl.Expr:
+    """Characters of a record's text by layout without its optional pieces, tail and
+    mention, the same for every copy of an incident; the code counts as 10 characters so
+    that code hard negatives gate like their original."""
+    layout = pl.col("_layout")
+    alarm_len = pl.when("_has_code").then(_len("p_alarm") - _len("_code") + 10).otherwise(0)
+    sym_len = _len("p_opener") + _len("p_sym") + alarm_len + 1
+    cause_len = _len("p_lead") + _len("p_cause") + 1
+    act_len = _len("p_act") + 1
+    prev_len = _len("p_freq") + _len("p_prev") + 1
+    log_len = 11 + pl.when("_has_code").then(10).otherwise(_len("_code")) + _len("p_sym")
+    return (
+        pl.when(layout == 4)
+        .then(log_len + act_len)
+        .when(layout == 2)
         .then(sym_len + act_len)
-        .when(layout_c == 1)
+        .when(layout == 1)
         .then(sym_len + cause_len + act_len)
-        .when(layout_c == 0)
+        .when(layout == 0)
         .then(sym_len + cause_len + act_len + prev_len)
         .otherwise(sym_len + cause_len + act_len + prev_len + 12)  # free text: + cue words
     )
+
+
+def _switch_optional(frame: pl.DataFrame) -> pl.DataFrame:
+    """Flags `_<piece>_on`, `_fill1`, `_fill2` and `_remark_on`: optional pieces are random,
+    or forced while the record is below the floor, and never take it over the cap."""
     max_tail = max(len(t) for t in ZH_TAIL + EN_TAIL) + 2
     max_mention = max(len(m[0]) for m in MACHINES) + 3
     cap = MAX_CHARS - max_tail - max_mention - 8
     floor = MIN_CHARS + 6  # the tail (>= 5 characters, not in _core) covers edits (<= 6 removed)
-    has_cause = (layout_c == 0) | (layout_c == 1) | (layout_c == 3)
-    frame = frame.with_columns(_core=core)
-    # optional pieces: random, or forced while the record is below the floor
+    layout = pl.col("_layout")
+    has_cause = (layout == 0) | (layout == 1) | (layout == 3)
+    frame = frame.with_columns(_core=_core_length())
     for flag, piece, wanted, allowed in (
         ("_context_on", "p_context", pl.col("_has_context"), pl.lit(True)),
         ("_obs_on", "p_obs", pl.col("_has_obs"), pl.lit(True)),
@@ -911,20 +1021,22 @@ def _corpus(rows: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
         ("_evid_on", "p_evid", pl.col("_has_evid"), has_cause),
     ):
         short = pl.col("_core") < floor
-        fits = pl.col("_core") + ln(piece) <= cap
+        fits = pl.col("_core") + _len(piece) <= cap
         frame = frame.with_columns(((wanted | short) & allowed & fits).alias(flag)).with_columns(
-            _core=pl.col("_core") + pl.when(flag).then(ln(piece)).otherwise(0)
+            _core=pl.col("_core") + pl.when(flag).then(_len(piece)).otherwise(0)
         )
     frame = frame.with_columns(
         _fill1=pl.col("_core") < floor,
-        _fill2=pl.col("_core") + ln("p_filler") + 1 < floor,
+        _fill2=pl.col("_core") + _len("p_filler") + 1 < floor,
     )
-    frame = frame.with_columns(
+    return frame.with_columns(
         _remark_on=(pl.col("_has_remark") | pl.col("_fill2"))
-        & (pl.col("_core") + ln("p_remark") <= cap)
+        & (pl.col("_core") + _len("p_remark") <= cap)
     )
 
-    # --- assemble the four parts and the remarks
+
+def _symptom_texts() -> tuple[pl.Expr, pl.Expr]:
+    """(the symptom sentence of the column layouts, the fault-log line of layout 4)."""
     sym = pl.concat_str(
         [
             pl.col("p_mention"),
@@ -943,12 +1055,19 @@ def _corpus(rows: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
             pl.lit(" "),
             pl.col("_code"),
             pl.lit(" "),
-            pl.when(en).then(_cap(pl.col("p_sym"))).otherwise(pl.col("p_sym")),
+            pl.when(_en()).then(_cap(pl.col("p_sym"))).otherwise(pl.col("p_sym")),
             _when("_context_on", pl.col("p_context")),
             _when("_obs_on", pl.col("p_obs")),
             pl.col("_end"),
         ]
     )
+    return sym, log_sym
+
+
+def _assemble(frame: pl.DataFrame) -> pl.DataFrame:
+    """The four parts and the remarks, by layout: symptom, cause, action, prevention,
+    remarks (free text puts all four parts, after cue words, in the symptom)."""
+    sym, log_sym = _symptom_texts()
     cause = pl.concat_str(
         [pl.col("p_lead"), pl.col("p_cause"), _when("_evid_on", pl.col("p_evid")), pl.col("_end")]
     )
@@ -971,53 +1090,72 @@ def _corpus(rows: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
             _when("_fill2", gap + pl.col("p_filler2")),
         ]
     )
-    frame = frame.with_columns(
-        symptom=pl.when(layout_c == 3).then(free).when(layout_c == 4).then(log_sym).otherwise(sym),
-        cause=pl.when((layout_c == 0) | (layout_c == 1)).then(cause),
-        action=pl.when(layout_c != 3).then(act),
-        prevention=pl.when(layout_c == 0).then(prev),
+    layout = pl.col("_layout")
+    return frame.with_columns(
+        symptom=pl.when(layout == 3).then(free).when(layout == 4).then(log_sym).otherwise(sym),
+        cause=pl.when((layout == 0) | (layout == 1)).then(cause),
+        action=pl.when(layout != 3).then(act),
+        prevention=pl.when(layout == 0).then(prev),
         remarks=pl.when(remark_parts != "").then(remark_parts),
     )
 
-    # --- character-level edits on duplicates (first edit by role, a second one sometimes)
-    op1 = np.full(n, -1)
+
+def _edit_characters(frame: pl.DataFrame, row: _Rows) -> pl.DataFrame:
+    """Character-level edits on duplicates, in the symptom or the action: a first edit by
+    role, and sometimes a second one (insert, punctuation or whitespace)."""
+    role, rr = row.role, row.rr
+    op1 = np.full(len(role), -1)
     for k, name in enumerate(("insert", "delete", "punct", "space")):
         op1[role == ROLES.index(name)] = k
     editable = (role >= ROLES.index("insert")) & (role <= ROLES.index("fullwidth"))
     second = np.array([0, 2, 3])[rr[:, 4] // 10 % 3]  # insert, punctuation or whitespace
     op2 = np.where(editable & (rr[:, 4] % 10 < 3), second, -1)
-    on_action = (rr[:, 3] % 2 == 1) & (layout != 3)
+    on_action = (rr[:, 3] % 2 == 1) & (row.layout != 3)
     for op, rnd in ((op1, rr[:, 3] // 2), (op2, rr[:, 5])):
         for column, mask in (("symptom", ~on_action), ("action", on_action)):
             rows = np.flatnonzero((op >= 0) & mask)
             sub = pl.DataFrame(
-                {"s": frame[column].gather(rows), "op": op[rows], "r": rnd[rows], "l": lang[rows]}
+                {
+                    "s": frame[column].gather(rows),
+                    "op": op[rows],
+                    "r": rnd[rows],
+                    "l": row.lang[rows],
+                }
             ).select(_char_edit(pl.col("s"), pl.col("op"), pl.col("r"), pl.col("l") == 0))
             frame = frame.with_columns(frame[column].scatter(rows, sub.to_series()))
+    return frame
 
-    # --- metadata: copies are re-entered later (except exact copies), meta edits change tech
-    role_c = pl.col("_role")
-    shift_h = pl.when(role_c >= ROLES.index("meta")).then(1 + pl.col("_rr5") % 72).otherwise(0)
+
+def _metadata(frame: pl.DataFrame) -> pl.DataFrame:
+    """Asset, model, report time, technician and status: copies are re-entered later (except
+    exact copies), meta edits change the technician."""
+    role = pl.col("_role")
+    shift_h = pl.when(role >= ROLES.index("meta")).then(1 + pl.col("_rr5") % 72).otherwise(0)
     when = pl.datetime(2022, 1, 1) + pl.duration(
         days=pl.col("_days"), minutes=pl.col("_minutes"), hours=shift_h
     )
-    frame = frame.with_columns(
+    return frame.with_columns(
         asset=pl.col("_prefix") + "-" + pl.col("_unit").str.zfill(3),
         machine_model=pl.col("_model"),
         reported_at=pl.when(pl.col("_rr4") % 4 == 0)
         .then(when.dt.strftime("%Y/%m/%d %H:%M"))
         .otherwise(when.dt.strftime("%Y-%m-%d %H:%M")),
-        technician=pl.when(role_c == ROLES.index("meta"))
+        technician=pl.when(role == ROLES.index("meta"))
         .then(pl.col("_tech2"))
         .otherwise(pl.col("_tech")),
         status=pl.col("_status"),
     )
 
-    # --- shuffle, number, ground truth
+
+def _shuffle(
+    frame: pl.DataFrame, plan: dict[str, np.ndarray], rng: np.random.Generator
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Shuffle and number the records: (records with cluster_id, ground truth)."""
+    n = frame.height
     perm = rng.permutation(n)
     frame = frame.with_columns(
         _cluster=pl.Series(plan["cluster"]),
-        _base=pl.Series(b),
+        _base=pl.Series(plan["base"]),
         _neg_base=pl.Series(plan["negative_of_base"]),
     )[perm]
     frame = frame.with_columns(
