@@ -127,8 +127,9 @@ def worker_ours(folder: Path, threads: int) -> None:
 
     from pipeline.dedup.sharded import dedup_shards
     from pipeline.execution.runner import in_process
-    from pipeline.execution.stage_files import load_rejects, load_state
+    from pipeline.execution.stage_files import load_state
     from schemas.config import PipelineConfig
+    from tests.pipeline.execution.support import load_rejects
 
     cfg = PipelineConfig(dedup={"threads": threads})
     work = folder / "work-ours"

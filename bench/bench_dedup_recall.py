@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import tempfile
 import time
 from itertools import combinations
@@ -25,8 +26,12 @@ import polars as pl
 from pipeline.dedup.content import normalized_text
 from pipeline.dedup.sharded import dedup_shards
 from pipeline.execution.runner import in_process
-from pipeline.execution.stage_files import load_rejects
 from schemas.config import PipelineConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests/ is not installed
+
+from tests.pipeline.execution.support import load_rejects  # noqa: E402
 
 PARTS_ZH = [
     [

@@ -57,8 +57,8 @@ def worker_single(folder: Path) -> dict:
 def worker_sharded(folder: Path, shard_rows: int) -> dict:
     from pipeline.dedup.sharded import dedup_shards
     from pipeline.execution.runner import InProcess
-    from pipeline.execution.stage_files import load_rejects
     from schemas.config import PipelineConfig
+    from tests.pipeline.execution.support import load_rejects
 
     paths = shard_files(folder, shard_rows)
     work = folder / "work-sharded"

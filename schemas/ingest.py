@@ -161,9 +161,8 @@ class IngestConfig(BaseModel):
 
     include: list[str] = Field(
         ["**/*.csv", "**/*.xlsx", "**/*.json", "**/*.jsonl"],
-        description="globs (relative to the input root) of the work-order exports that "
-        "`pipeline.ingest.workorders.reader.discover_files` lists; the flows do not read it: "
-        "they take every file whose content is a work-order table",
+        description="globs (relative to the input root) of work-order exports; the flows do "
+        "not read it: they take every file whose content is a work-order table",
     )
     exclude: list[str] = Field(
         [],

@@ -122,22 +122,6 @@ class Manifest(BaseModel):
     outputs: list[OutputFile]
 
 
-class SideOutputs(BaseModel):
-    """What the alarm-log and manual sources add to a snapshot (Parquet paths)."""
-
-    sft: list[str] = []  # samples already tiered, rendered and tokenized
-    rejects: list[str] = []  # rejects of the SFT funnel
-    side_rejects: list[str] = []  # rejects of manuals and fault tables
-    counts: list[str] = []  # per-file funnel counts (pipeline.publish.ledger.COUNTS_SCHEMA)
-    ledger: list[str] = []  # ledger rows of the files read
-    pretrain: str | None = None
-    fault_codes: str | None = None
-    sources: dict[str, dict[str, int]] = {}
-    state: dict[str, str] = {}  # parsed per-file tables kept in state/ for the next refresh
-    processed: list[str] = []  # files parsed in this run
-    carried: list[str] = []  # unchanged files whose parsed rows came from the last state
-
-
 class StageOutput(BaseModel):
     """What a funnel step hands to the next one: Parquet paths and counters, never frames."""
 

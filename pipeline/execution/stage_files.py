@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.stage import StageResult, empty_rejects
+from pipeline.core.stage import StageResult
 from schemas.manifest import StageOutput
 
 
@@ -36,16 +36,6 @@ def save_stage(result: StageResult, stage: str, folder: Path) -> StageOutput:
         counters=result.counters,
         state=state,
     )
-
-
-def load_kept(outputs: list[StageOutput]) -> pl.DataFrame:
-    """Kept rows of one or more stage outputs, concatenated in the order given."""
-    return pl.concat([pl.read_parquet(o.kept) for o in outputs], how="diagonal_relaxed")
-
-
-def load_rejects(outputs: list[StageOutput]) -> pl.DataFrame:
-    frames = [pl.read_parquet(o.rejected) for o in outputs]
-    return pl.concat([empty_rejects(), *frames], how="vertical_relaxed")
 
 
 def load_state(outputs: list[StageOutput], name: str) -> pl.DataFrame | None:

@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 
 from flows.clean_workorders import clean_workorders
-from pipeline.ingest.workorders.reader import discover_files, read_workorder_file
 from schemas.config import PipelineConfig
+from tests.pipeline.ingest.workorders.support import discover_files, read_workorder_file
 
 PII_PATTERNS = [
     r"1[3-9]\d{9}",  # Chinese mobile

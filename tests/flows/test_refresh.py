@@ -16,10 +16,10 @@ import polars as pl
 import pytest
 
 from flows.clean_workorders import clean_workorders
-from pipeline.ingest.workorders.reader import read_workorder_file
 from pipeline.publish.locking import CorpusBusyError, corpus_lock
 from sample_data.make_samples import EN_HEADER
 from schemas.ingest import IngestConfig
+from tests.pipeline.ingest.workorders.support import read_workorder_file
 
 
 def manifest(snapshot: Path) -> dict:

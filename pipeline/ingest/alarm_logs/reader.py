@@ -15,21 +15,20 @@ MTConnect samples and `Unavailable` conditions. Rejects carry file and line: `ma
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from pipeline.core.errors import InputFileError
-from pipeline.core.stage import StageResult, empty_rejects, make_rejects, stage_result
+from pipeline.core.stage import StageResult, make_rejects, stage_result
 from pipeline.ingest.alarm_logs.fields import lines_frame
 from pipeline.ingest.alarm_logs.layouts import LAYOUTS, PARSERS, detect_layout
 from pipeline.ingest.encoding import read_text
-from pipeline.ingest.files import claimed_files, relative_path
+from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.text.alarm_codes import canonical_code
-from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogsConfig, AlarmLogSource
+from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogSource
 
 STAGE = "ingest_alarm_logs"
 SOURCE_KIND = "alarm_log"
@@ -251,36 +250,3 @@ def read_alarm_log(
 ) -> StageResult:
     """`read_alarm_log_file`'s events and rejects."""
     return read_alarm_log_file(path, source, root).result
-
-
-def alarm_log_files(root: str | Path, cfg: AlarmLogsConfig) -> list[tuple[Path, AlarmLogSource]]:
-    """Files under `root` that a configured source claims (first match wins), then every other
-    file whose content is an alarm log (format `auto`), sorted."""
-    claimed = dict(claimed_files(root, cfg.sources)) if "sources" in cfg.model_fields_set else {}
-    for path in sorted(Path(root).rglob("*")):
-        if path.is_file() and path not in claimed:
-            head = path.read_bytes()[:65536].decode("utf-8", errors="replace")
-            if detect_layout(_split_lines(head)[:400], path.name):
-                claimed[path] = AlarmLogSource(pattern=path.name)
-    return sorted(claimed.items(), key=lambda item: item[0].as_posix())
-
-
-def read_alarm_logs(root: str | Path, cfg: AlarmLogsConfig | None = None) -> StageResult:
-    """Read every alarm log under `root`; counters add up over files (plus `files`)."""
-    cfg = cfg or AlarmLogsConfig()
-    results = [read_alarm_log(path, source, root) for path, source in alarm_log_files(root, cfg)]
-    keys = ("read", "alarm_lines", "skipped_non_alarm", "lines_total")
-    if not results:
-        return stage_result(
-            pl.DataFrame(schema=ALARM_EVENT_SCHEMA), empty_rejects(), files=0,
-            **{k: 0 for k in keys},  # type: ignore[arg-type]
-        )  # fmt: skip
-    totals: Counter[str] = Counter()
-    for result in results:
-        totals.update({k: result.counters[k] for k in keys})
-    return stage_result(
-        pl.concat([r.kept for r in results]),
-        pl.concat([r.rejected for r in results]),
-        files=len(results),
-        **totals,  # type: ignore[arg-type]
-    )

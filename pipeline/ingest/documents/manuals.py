@@ -26,13 +26,12 @@ import xxhash
 from pipeline.core.errors import InputFileError
 from pipeline.core.stage import StageResult, empty_rejects, make_rejects, stage_result
 from pipeline.ingest.encoding import read_text
-from pipeline.ingest.files import claimed_files, relative_path
+from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
 from schemas.manuals import (
     MANUAL_SECTION_SCHEMA,
     PRETRAIN_CHUNK_SCHEMA,
     ChunkConfig,
-    ManualsConfig,
     ManualSource,
 )
 
@@ -261,34 +260,6 @@ def is_manual_text(path: str | Path, text: str) -> bool:
         return False
     markers = {m.group(0).strip().lower()[:12] for m in _PROVENANCE_TEXT.finditer(text[:20000])}
     return len(markers) < 2
-
-
-def manual_files(root: str | Path, cfg: ManualsConfig) -> list[tuple[Path, ManualSource]]:
-    """Files under `root` that a source of `cfg` claims (first matching source wins), sorted."""
-    return claimed_files(root, cfg.sources)
-
-
-def read_manuals(root: str | Path, cfg: ManualsConfig | None = None) -> StageResult:
-    """Every manual under `root` → sections; counters add up over files (plus `files`)."""
-    cfg = cfg or ManualsConfig()
-    results = [read_manual(path, source, root) for path, source in manual_files(root, cfg)]
-    totals: Counter[str] = Counter()
-    for result in results:
-        totals.update({k: result.counters[k] for k in ("lines_total", "pages")})
-    kept = (
-        pl.concat([r.kept for r in results])
-        if results
-        else pl.DataFrame(schema=MANUAL_SECTION_SCHEMA)
-    )
-    rejected = pl.concat([r.rejected for r in results]) if results else empty_rejects()
-    return stage_result(
-        kept,
-        rejected,
-        read=kept.height + rejected.height,
-        lines_total=totals["lines_total"],
-        pages=totals["pages"],
-        files=len(results),
-    )
 
 
 def _pieces(text: str, limit: int) -> list[str]:

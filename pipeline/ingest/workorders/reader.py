@@ -25,7 +25,7 @@ import polars as pl
 from pipeline.core.errors import InputFileError
 from pipeline.core.stage import StageResult, empty_rejects, make_rejects, stage_result
 from pipeline.ingest.encoding import decode, scan_encoding, text_lines
-from pipeline.ingest.files import any_case, relative_path, sha256_file
+from pipeline.ingest.files import relative_path, sha256_file
 from pipeline.ingest.lineage import record_ids
 from pipeline.ingest.workorders.columns import (
     CONTENT_FIELDS,
@@ -64,18 +64,6 @@ class FileRead:
     skipped: int = 0  # title and blank rows above the header
 
 
-def discover_files(root: Path, cfg: IngestConfig) -> list[Path]:
-    """Input files under `root` (or `root` itself), sorted, honouring include/exclude globs."""
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
-        raise IngestError(f"{root}: input path does not exist")
-    found = {p for pattern in cfg.include for p in root.glob(any_case(pattern)) if p.is_file()}
-    return sorted(
-        p for p in found if not any(fnmatch.fnmatch(relative_path(p, root), x) for x in cfg.exclude)
-    )
-
-
 def source_for(rel_path: str, cfg: IngestConfig) -> SourceMapping:
     """The first configured source whose pattern matches, else a default mapping."""
     for source in cfg.sources:
@@ -84,11 +72,6 @@ def source_for(rel_path: str, cfg: IngestConfig) -> SourceMapping:
         ):
             return source
     return SourceMapping(pattern="*")
-
-
-def read_workorder_file(path: Path, root: Path, cfg: IngestConfig) -> FileRead:
-    """Read one export. Raises IngestError for a file that cannot be read at all."""
-    return next(read_workorder_parts(path, root, cfg, None))
 
 
 def read_workorder_parts(

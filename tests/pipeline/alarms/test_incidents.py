@@ -10,8 +10,9 @@ from pipeline.alarms.incidents import (
     incident_funnel,
     link_workorders,
 )
-from pipeline.ingest.alarm_logs.reader import read_alarm_log, read_alarm_logs
+from pipeline.ingest.alarm_logs.reader import read_alarm_log
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, INCIDENT_SCHEMA, AlarmLogSource, IncidentConfig
+from tests.pipeline.ingest.alarm_logs.support import read_alarm_logs
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "sample_data" / "alarm_logs"

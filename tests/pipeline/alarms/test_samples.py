@@ -5,10 +5,10 @@ import pytest
 
 from pipeline.alarms.incidents import build_incidents
 from pipeline.alarms.samples import incident_samples
-from pipeline.ingest.alarm_logs.reader import read_alarm_logs
-from pipeline.ingest.documents.manuals import read_manuals
 from pipeline.kb.fault_codes import extract_alarm_tables, merge_knowledge_base
 from schemas.alarm_logs import IncidentConfig
+from tests.pipeline.ingest.alarm_logs.support import read_alarm_logs
+from tests.pipeline.ingest.documents.support import read_manuals
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "sample_data"

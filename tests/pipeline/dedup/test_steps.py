@@ -10,11 +10,12 @@ import pytest
 
 from pipeline.dedup.sharded import dedup_shards
 from pipeline.execution.runner import InProcess, in_process
-from pipeline.execution.stage_files import load_kept, load_rejects, load_state
+from pipeline.execution.stage_files import load_state
 from pipeline.funnels import workorders
-from pipeline.ingest.workorders.reader import discover_files, read_workorder_file
 from schemas.config import PipelineConfig, load_config
 from tests.pipeline.dedup.oracle import dedup
+from tests.pipeline.execution.support import load_kept, load_rejects
+from tests.pipeline.ingest.workorders.support import discover_files, read_workorder_file
 
 
 def _cleaned(files: list[Path], root: Path, cfg: PipelineConfig) -> pl.DataFrame:

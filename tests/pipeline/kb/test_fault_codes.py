@@ -4,7 +4,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.ingest.documents.manuals import read_manuals
 from pipeline.kb.fault_codes import (
     extract_alarm_tables,
     merge_knowledge_base,
@@ -18,6 +17,7 @@ from schemas.manuals import (
     VendorFields,
     VendorTableSource,
 )
+from tests.pipeline.ingest.documents.support import read_manuals
 
 REPO = Path(__file__).resolve().parents[3]
 MANUALS = REPO / "sample_data" / "manuals"

@@ -5,7 +5,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.ingest.workorders.reader import read_workorder_file
 from pipeline.stages.filters import apply_filters
 from pipeline.stages.normalize import normalize
 from pipeline.stages.structure import structure
@@ -16,6 +15,7 @@ from schemas.ingest import IngestConfig
 from schemas.normalize import NormalizeConfig
 from schemas.records import INGESTED_SCHEMA, PARTS
 from schemas.samples import TIERED_EXTRA, TierConfig
+from tests.pipeline.ingest.workorders.support import read_workorder_file
 
 SYMPTOM_ZH = "X轴快移时伺服报警SV0436,电机过热。"
 DIAGNOSIS_ZH = "X轴导轨润滑不足,润滑泵压力开关损坏导致电机过载。"

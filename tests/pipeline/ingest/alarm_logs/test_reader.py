@@ -5,13 +5,12 @@ import pytest
 
 from pipeline.ingest.alarm_logs.reader import (
     AlarmLogError,
-    alarm_log_files,
     machine_from_name,
     read_alarm_log,
     read_alarm_log_file,
-    read_alarm_logs,
 )
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogsConfig, AlarmLogSource
+from tests.pipeline.ingest.alarm_logs.support import alarm_log_files, read_alarm_logs
 
 REPO = Path(__file__).resolve().parents[4]
 SAMPLES = REPO / "sample_data" / "alarm_logs"

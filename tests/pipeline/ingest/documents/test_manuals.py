@@ -4,12 +4,7 @@ import polars as pl
 import pytest
 from fpdf import FPDF
 
-from pipeline.ingest.documents.manuals import (
-    chunk_sections,
-    manual_files,
-    read_manual,
-    read_manuals,
-)
+from pipeline.ingest.documents.manuals import chunk_sections, read_manual
 from schemas.manuals import (
     MANUAL_SECTION_SCHEMA,
     PRETRAIN_CHUNK_SCHEMA,
@@ -17,6 +12,7 @@ from schemas.manuals import (
     ManualsConfig,
     ManualSource,
 )
+from tests.pipeline.ingest.documents.support import manual_files, read_manuals
 
 REPO = Path(__file__).resolve().parents[4]
 MANUALS = REPO / "sample_data" / "manuals"

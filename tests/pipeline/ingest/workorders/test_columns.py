@@ -17,10 +17,11 @@ import xlsxwriter
 
 from pipeline.funnels.workorders import ingest
 from pipeline.ingest.workorders.columns import header_field
-from pipeline.ingest.workorders.reader import IngestError, read_workorder_file
+from pipeline.ingest.workorders.reader import IngestError
 from schemas.config import PipelineConfig
 from schemas.ingest import IngestConfig, SourceMapping
 from schemas.manifest import InputFile
+from tests.pipeline.ingest.workorders.support import read_workorder_file
 
 CFG = IngestConfig()
 

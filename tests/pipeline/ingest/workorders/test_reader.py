@@ -9,13 +9,12 @@ import pytest
 from pipeline.core.errors import InputFileError
 from pipeline.ingest.workorders.reader import (
     IngestError,
-    discover_files,
-    read_workorder_file,
     read_workorder_parts,
     resolve_columns,
 )
 from schemas.config import load_config
 from schemas.ingest import IngestConfig, SourceMapping
+from tests.pipeline.ingest.workorders.support import discover_files, read_workorder_file
 
 ZH_HEADER = (
     "工单号,设备编号,机床型号,报修时间,故障现象,原因分析,处理措施,预防措施,维修人员,状态,备注\n"

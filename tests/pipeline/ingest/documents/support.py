@@ -1,0 +1,42 @@
+"""Every manual under a folder, read at once: the tests' shortcut (the flows read one file at
+a time through `pipeline.funnels.manuals`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.core.stage import StageResult, empty_rejects, stage_result
+from pipeline.ingest.documents.manuals import read_manual
+from schemas.manuals import MANUAL_SECTION_SCHEMA, ManualsConfig, ManualSource
+from tests.pipeline.ingest.support import claimed_files
+
+
+def manual_files(root: str | Path, cfg: ManualsConfig) -> list[tuple[Path, ManualSource]]:
+    """Files under `root` that a source of `cfg` claims (first matching source wins), sorted."""
+    return claimed_files(root, cfg.sources)
+
+
+def read_manuals(root: str | Path, cfg: ManualsConfig | None = None) -> StageResult:
+    """Every manual under `root` → sections; counters add up over files (plus `files`)."""
+    cfg = cfg or ManualsConfig()
+    results = [read_manual(path, source, root) for path, source in manual_files(root, cfg)]
+    totals: Counter[str] = Counter()
+    for result in results:
+        totals.update({k: result.counters[k] for k in ("lines_total", "pages")})
+    kept = (
+        pl.concat([r.kept for r in results])
+        if results
+        else pl.DataFrame(schema=MANUAL_SECTION_SCHEMA)
+    )
+    rejected = pl.concat([r.rejected for r in results]) if results else empty_rejects()
+    return stage_result(
+        kept,
+        rejected,
+        read=kept.height + rejected.height,
+        lines_total=totals["lines_total"],
+        pages=totals["pages"],
+        files=len(results),
+    )
