@@ -24,10 +24,11 @@ import polars as pl
 from pipeline.core.errors import InputFileError
 from pipeline.core.stage import StageResult, empty_rejects, make_rejects, stage_result
 from pipeline.ingest.alarm_logs.fields import lines_frame
-from pipeline.ingest.alarm_logs.layouts import LAYOUTS, PARSERS, detect_layout
+from pipeline.ingest.alarm_logs.layouts import LAYOUTS, detect_layout, header_end, parse_lines
 from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import claimed_files, relative_path
 from pipeline.ingest.lineage import record_ids
+from pipeline.ingest.sniff import sniff
 from pipeline.text.alarm_codes import canonical_code
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogsConfig, AlarmLogSource
 
@@ -45,12 +46,16 @@ class AlarmLogError(InputFileError, ValueError):
 # --- the machine a file belongs to --------------------------------------------------------------
 _MACHINE_LABEL = re.compile(
     r"(?i)(?:机床编号|机床号|设备编号|设备号|机台号|机床名称|设备名称|machine\s*(?:no\.?|id|name)?|"
-    r"maschine(?:nnummer)?|device(?:\s*name)?|asset)\s*[:：=]\s*([A-Za-z0-9][\w\-./]*)"
+    r"maschine(?:nnummer)?|anlage|device(?:\s*name)?|equipment(?:\s*(?:no\.?|id))?|asset)"
+    r"\s*[:：=]\s*([A-Za-z0-9][\w\-./]*)|robot\s+name\s*[:：=]?\s*([A-Za-z0-9][\w\-./]*)"
 )
+# Names a controller gives itself until someone sets one: not a machine.
+_DEFAULT_NAMES = re.compile(r"(?i)^(?:robot|controller|cnc)$")
 _GENERIC_NAME_PARTS = re.compile(
     r"(?i)^(?:alarms?|history|hist|log|logs|alarmlog|alarmhistory|export|exports|data|agent|"
     r"shdr|mtconnect|fanuc|sinumerik|siemens|mitsubishi|meldas|haas|heidenhain|okuma|mazak|"
-    r"protocol|protokoll|alarmprotokoll|alarmlist|list|report|cnc|nc|controller|control|"
+    r"protocol|protokoll|alarmprotokoll|alarmlist|list|report|cnc|nc|controller|control|robot|"
+    r"err(?:all|act|hist|curr|mot|sys|app|comm|ext|pwd)|logbook|"
     r"\d{1,2}i(?:-?[a-z]{1,3})?(?:plus)?|8[0-4]\dd(?:sl)?|m[678]\d{1,2}[a-z]?|ngc|i?tnc\d*|"
     r"报警|报警履历|报警记录|报警历史|履历|日志|记录|导出|\d+)$"
 )
@@ -68,10 +73,12 @@ def machine_from_name(name: str) -> str | None:
 
 
 def _machine(
-    path: Path, source: AlarmLogSource, lines: list[str], devices: pl.Series
+    path: Path, source: AlarmLogSource, header: list[str], devices: pl.Series
 ) -> str | None:
-    """Configured machine, else one named in the file's header, else the MTConnect device,
-    else the file name (the configured `machine_pattern`, or its first machine-like part)."""
+    """Configured machine, else one named in the file's header (its report header block, at
+    least its first 15 lines: `Machine: VMC-03`, `机床编号: VMC-11`, a robot's `Robot Name`),
+    else the MTConnect device, else the file name (the configured `machine_pattern`, or its
+    first machine-like part)."""
     if source.machine:
         return source.machine
     if source.machine_pattern:
@@ -82,10 +89,11 @@ def _machine(
                 "set `machine` or `machine_pattern` for this source"
             )
         return found.group("machine")
-    for line in lines[:15]:
+    for line in header:
         label = _MACHINE_LABEL.search(line)
-        if label:
-            return label.group(1)
+        named = label and (label.group(1) or label.group(2))
+        if named and not _DEFAULT_NAMES.match(named):
+            return named
     named = devices.drop_nulls()
     if named.len():
         return named.mode().sort()[0]
@@ -123,8 +131,9 @@ def read_alarm_log_file(
     layout = _layout_of(path, source, lines)
     family = source.code_family(layout)
     frame = lines_frame(lines)
-    parsed = PARSERS[layout](frame)
-    machine = _machine(path, source, lines, parsed["device"])
+    parsed = parse_lines(layout, frame)
+    header = lines[: max(header_end(parsed), 15)]
+    machine = _machine(path, source, header, parsed["device"])
     lines_kind = parsed.group_by("source_row").agg(pl.col("kind").first())
     alarm_lines = lines_kind.filter(pl.col("kind") != "skip").height
     parsed = _with_lineage(parsed.filter(pl.col("kind") != "skip"), rel, layout, machine, family)
@@ -255,13 +264,12 @@ def read_alarm_log(
 
 def alarm_log_files(root: str | Path, cfg: AlarmLogsConfig) -> list[tuple[Path, AlarmLogSource]]:
     """Files under `root` that a configured source claims (first match wins), then every other
-    file whose content is an alarm log (format `auto`), sorted."""
+    file whose content is an alarm log (`sniff`, its encoding detected; format `auto`),
+    sorted."""
     claimed = dict(claimed_files(root, cfg.sources)) if "sources" in cfg.model_fields_set else {}
     for path in sorted(Path(root).rglob("*")):
-        if path.is_file() and path not in claimed:
-            head = path.read_bytes()[:65536].decode("utf-8", errors="replace")
-            if detect_layout(_split_lines(head)[:400], path.name):
-                claimed[path] = AlarmLogSource(pattern=path.name)
+        if path.is_file() and path not in claimed and sniff(path).kind == "alarm_log":
+            claimed[path] = AlarmLogSource(pattern=path.name)
     return sorted(claimed.items(), key=lambda item: item[0].as_posix())
 
 
