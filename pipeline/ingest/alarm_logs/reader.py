@@ -7,7 +7,8 @@ Every physical line of a file is accounted for:
 
 `alarm_lines` are the lines that hold an alarm event or look like one; `read` counts the events
 they give (a came/went/acknowledged row gives up to three) plus the lines that do not parse.
-`skipped_non_alarm`: blank lines, headers and rulers, the code line of a two-line FANUC entry,
+`skipped_non_alarm`: blank lines, report titles and header blocks above the first entry
+(`layouts.parse_lines`), column headers and rulers, the code line of a two-line FANUC entry,
 MTConnect samples and `Unavailable` conditions. Rejects carry file and line: `malformed_line`
 (looks like an alarm line but does not parse) and `bad_timestamp` (the date does not exist).
 """
