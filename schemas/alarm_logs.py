@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.records import LINEAGE_SCHEMA
 
-AlarmLogFormat = Literal["auto", "fanuc", "sinumerik", "mtconnect", "mitsubishi", "haas"]
+AlarmLogFormat = Literal[
+    "auto", "fanuc", "sinumerik", "mtconnect", "mitsubishi", "haas", "fanuc_robot"
+]
 
 # Family used in canonical `FAMILY:CODE` strings when a source does not set one.
 DEFAULT_FAMILY: dict[str, str] = {
@@ -19,6 +21,7 @@ DEFAULT_FAMILY: dict[str, str] = {
     "mtconnect": "MTCONNECT",
     "mitsubishi": "MITSUBISHI",
     "haas": "HAAS",
+    "fanuc_robot": "FANUC_ROBOT",
 }
 
 
@@ -30,8 +33,8 @@ class AlarmLogSource(BaseModel):
     pattern: str = Field(description="glob matched against the path relative to the input root")
     format: AlarmLogFormat = Field(
         "auto",
-        description="log layout (fanuc, sinumerik, mtconnect SHDR, mitsubishi, haas); 'auto': "
-        "the layout found in the content",
+        description="log layout (fanuc, sinumerik, mtconnect SHDR, mitsubishi, haas, "
+        "fanuc_robot ERRALL.LS); 'auto': the layout found in the content",
     )
     encoding: str = Field("auto", description="'auto' detects; else a Python codec name")
     family: str | None = Field(

@@ -17,10 +17,12 @@ from schemas.normalize import NormalizeConfig
 
 B = ASCII_BOUNDARY
 
-FAMILIES = ("FANUC", "SINUMERIK", "MITSUBISHI", "HEIDENHAIN", "HAAS")
+FAMILIES = ("FANUC_ROBOT", "FANUC", "SINUMERIK", "MITSUBISHI", "HEIDENHAIN", "HAAS")
 # Families with their own code shapes, beyond the controller families a model names.
 _SHAPE_FAMILIES = ("SINAMICS",)
 _FAMILY_PATTERNS = {
+    # FANUC robot controllers (before FANUC: "R-30iB" also reads as a 30i CNC)
+    "FANUC_ROBOT": rf"{B}R-30i[AB]|{B}R-J3i[BC]?|(?:fanuc|发那科)\s*(?:robot|机器人)",
     "FANUC": rf"fanuc|发那科|法那科|{B}(?:0i|1[68]i|2[01]i|3[0-5]i)",
     "SINUMERIK": rf"sinumerik|sinamics|siemens|西门子|{B}8[0-4]\dD{B}",
     "MITSUBISHI": rf"mitsubishi|三菱|meldas|{B}M[78]\d{{1,2}}[A-Z]?{B}",
@@ -31,8 +33,9 @@ _BRAND_MENTION = "(?i)" + "|".join(_FAMILY_PATTERNS.values())
 
 
 def family_of(model: pl.Expr) -> pl.Expr:
-    """FANUC/SINUMERIK/MITSUBISHI/HEIDENHAIN/HAAS from a machine model or brand mention
-    ("SINUMERIK 828D", "发那科 0i-MF", "Haas VF-2"); null when none is named."""
+    """FANUC_ROBOT/FANUC/SINUMERIK/MITSUBISHI/HEIDENHAIN/HAAS from a machine model or brand
+    mention ("SINUMERIK 828D", "发那科 0i-MF", "Haas VF-2", "R-30iB"); null when none is
+    named."""
     out = pl.lit(None, dtype=pl.String)
     for family in reversed(FAMILIES):
         out = (
@@ -51,6 +54,14 @@ def _hint_family(hint: pl.Expr) -> pl.Expr:
 
 
 _FANUC_PREFIXES = "SV|PS|OT|SP|OH|SR|SW|IO|PW|BG|DS|IE|EX"
+# FANUC robot alarm facilities (R-30iB error code manual): SRVO-050, MOTN-017, PWD -067. Words
+# that also name other things (FILE, TOOL, JOG, PROG, HOST) are left out.
+_ROBOT_FACILITIES = (
+    "SRVO|MOTN|INTP|SYST|PRIO|MCTL|MEMO|TPIF|CVIS|SPOT|ARC|PALT|SEAL|DMER|SSPC|ACAL|ATZN|APSH|"
+    "KALM|CNTR|DNET|ELOG|MACR|MHND|OPTN|PMON|QMGR|SRIO|SVGN|TCPP|THSR|TRAK|WEAV|PWD|DICT|VARS|"
+    "FRSY|ASBN|HRTL|IBSS|LNTK|MUPS|SDTL|SCIO|SPRM|TMAT|TJOG|DJOG|RIPE|XMLF"
+)
+_ROBOT_FULL = rf"^({_ROBOT_FACILITIES})\s?-\s?(\d{{3,4}})$"
 _ALARM_CUES = (
     rf"报警号|报警代码|报警码|报警编号|报警|报错|告警|警报|故障码|故障代码|错误码|错误代码|错误号|"
     rf"{B}(?i:alarm|alm|error|err|fault)(?:\s*(?i:no\.?|nr\.?|number|code|#))?"
@@ -88,6 +99,7 @@ _MITSUBISHI_DETAIL = r"[SMYZPLTU]\d{2}[ \t]+[^\d\n]{1,40}?(?:PR[ \t]*)?[0-9A-F]{
 # SINAMICS drive faults and alarms: F07011, A07910 (in a SINUMERIK row).
 _SINAMICS = rf"{B}[FA]\d{{5}}{B}"
 _COMMON_TOKENS = (
+    rf"{B}(?:{_ROBOT_FACILITIES}) ?- ?\d{{3,4}}{B}",  # FANUC robot SRVO-050
     rf"{B}(?:{_FANUC_PREFIXES})[ -]?\d+{B}",
     rf"{B}[SMYZPLTU]\d{{2}}(?:[ -]?[0-9A-F]{{4}})?{B}",  # Mitsubishi S01 0052, Z70
     rf"{B}[0-9A-F]{{4}}-[0-9A-F]{{4}}(?:-[0-9A-Za-z]+)*{B}",  # Heidenhain 8B40-0001
@@ -151,7 +163,9 @@ def _canonical_token() -> pl.Expr:
     `?:414` (bare cued numbers, several space separated), `M?:S01-0052`, `H?:8B40-0001`."""
     e = pl.element()
     return (
-        pl.when(e.str.contains(_FANUC_FULL))
+        pl.when(e.str.contains(_ROBOT_FULL))
+        .then(pl.lit("FANUC_ROBOT:") + e.str.replace(_ROBOT_FULL, "${1}-${2}"))
+        .when(e.str.contains(_FANUC_FULL))
         .then(
             pl.lit("FANUC:")
             + e.str.replace(_FANUC_FULL, "${1}")
@@ -186,6 +200,7 @@ def _valid_code() -> pl.Expr:
     known = "|".join(
         [
             r"FANUC:(?:[A-Z]{2}\d{4}|\d{3,4})",
+            r"FANUC_ROBOT:[A-Z]{3,4}-\d{3,4}",
             r"MITSUBISHI:(?:[A-Z]\d{2}(?:-[0-9A-F]{4})?|\d{3,4})",
             r"HEIDENHAIN:(?:[0-9A-F]{4}(?:-[0-9A-F]{4})?|\d{3,6})",
             r"SINUMERIK:\d{4,6}",
@@ -301,11 +316,14 @@ def canonical_code(family: pl.Expr, code: pl.Expr) -> pl.Expr:
 
 
 def family_from_code(code: pl.Expr) -> pl.Expr:
-    """The family a code's shape names on its own: FANUC prefixes (SV0401), Mitsubishi class
-    plus detail number (S02 0031), Heidenhain hex pairs (8B40-0001); else null."""
+    """The family a code's shape names on its own: FANUC robot facility and number (SRVO-050),
+    FANUC prefixes (SV0401), Mitsubishi class plus detail number (S02 0031), Heidenhain hex
+    pairs (8B40-0001); else null."""
     code = code.str.strip_chars().str.to_uppercase()
     return (
-        pl.when(code.str.contains(_FANUC_FULL))
+        pl.when(code.str.contains(_ROBOT_FULL))
+        .then(pl.lit("FANUC_ROBOT"))
+        .when(code.str.contains(_FANUC_FULL))
         .then(pl.lit("FANUC"))
         .when(code.str.contains(r"^[SMYZPLTU]\d{2}[ -][0-9A-F]{4}$"))
         .then(pl.lit("MITSUBISHI"))

@@ -7,7 +7,8 @@ Every physical line of a file is accounted for:
 
 `alarm_lines` are the lines that hold an alarm event or look like one; `read` counts the events
 they give (a came/went/acknowledged row gives up to three) plus the lines that do not parse.
-`skipped_non_alarm`: blank lines, headers and rulers, the code line of a two-line FANUC entry,
+`skipped_non_alarm`: blank lines, report titles and header blocks above the first entry
+(`layouts.parse_lines`), column headers and rulers, the code line of a two-line FANUC entry,
 MTConnect samples and `Unavailable` conditions. Rejects carry file and line: `malformed_line`
 (looks like an alarm line but does not parse) and `bad_timestamp` (the date does not exist).
 """
@@ -23,7 +24,7 @@ import polars as pl
 from pipeline.core.errors import InputFileError
 from pipeline.core.stage import StageResult, make_rejects, stage_result
 from pipeline.ingest.alarm_logs.fields import lines_frame
-from pipeline.ingest.alarm_logs.layouts import LAYOUTS, PARSERS, detect_layout
+from pipeline.ingest.alarm_logs.layouts import LAYOUTS, detect_layout, header_end, parse_lines
 from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
@@ -44,12 +45,16 @@ class AlarmLogError(InputFileError, ValueError):
 # --- the machine a file belongs to --------------------------------------------------------------
 _MACHINE_LABEL = re.compile(
     r"(?i)(?:机床编号|机床号|设备编号|设备号|机台号|机床名称|设备名称|machine\s*(?:no\.?|id|name)?|"
-    r"maschine(?:nnummer)?|device(?:\s*name)?|asset)\s*[:：=]\s*([A-Za-z0-9][\w\-./]*)"
+    r"maschine(?:nnummer)?|anlage|device(?:\s*name)?|equipment(?:\s*(?:no\.?|id))?|asset)"
+    r"\s*[:：=]\s*([A-Za-z0-9][\w\-./]*)|robot\s+name\s*[:：=]?\s*([A-Za-z0-9][\w\-./]*)"
 )
+# Names a controller gives itself until someone sets one: not a machine.
+_DEFAULT_NAMES = re.compile(r"(?i)^(?:robot|controller|cnc)$")
 _GENERIC_NAME_PARTS = re.compile(
     r"(?i)^(?:alarms?|history|hist|log|logs|alarmlog|alarmhistory|export|exports|data|agent|"
     r"shdr|mtconnect|fanuc|sinumerik|siemens|mitsubishi|meldas|haas|heidenhain|okuma|mazak|"
-    r"protocol|protokoll|alarmprotokoll|alarmlist|list|report|cnc|nc|controller|control|"
+    r"protocol|protokoll|alarmprotokoll|alarmlist|list|report|cnc|nc|controller|control|robot|"
+    r"err(?:all|act|hist|curr|mot|sys|app|comm|ext|pwd)|logbook|"
     r"\d{1,2}i(?:-?[a-z]{1,3})?(?:plus)?|8[0-4]\dd(?:sl)?|m[678]\d{1,2}[a-z]?|ngc|i?tnc\d*|"
     r"报警|报警履历|报警记录|报警历史|履历|日志|记录|导出|\d+)$"
 )
@@ -67,10 +72,12 @@ def machine_from_name(name: str) -> str | None:
 
 
 def _machine(
-    path: Path, source: AlarmLogSource, lines: list[str], devices: pl.Series
+    path: Path, source: AlarmLogSource, header: list[str], devices: pl.Series
 ) -> str | None:
-    """Configured machine, else one named in the file's header, else the MTConnect device,
-    else the file name (the configured `machine_pattern`, or its first machine-like part)."""
+    """Configured machine, else one named in the file's header (its report header block, at
+    least its first 15 lines: `Machine: VMC-03`, `机床编号: VMC-11`, a robot's `Robot Name`),
+    else the MTConnect device, else the file name (the configured `machine_pattern`, or its
+    first machine-like part)."""
     if source.machine:
         return source.machine
     if source.machine_pattern:
@@ -81,10 +88,11 @@ def _machine(
                 "set `machine` or `machine_pattern` for this source"
             )
         return found.group("machine")
-    for line in lines[:15]:
+    for line in header:
         label = _MACHINE_LABEL.search(line)
-        if label:
-            return label.group(1)
+        named = label and (label.group(1) or label.group(2))
+        if named and not _DEFAULT_NAMES.match(named):
+            return named
     named = devices.drop_nulls()
     if named.len():
         return named.mode().sort()[0]
@@ -122,8 +130,9 @@ def read_alarm_log_file(
     layout = _layout_of(path, source, lines)
     family = source.code_family(layout)
     frame = lines_frame(lines)
-    parsed = PARSERS[layout](frame)
-    machine = _machine(path, source, lines, parsed["device"])
+    parsed = parse_lines(layout, frame)
+    header = lines[: max(header_end(parsed), 15)]
+    machine = _machine(path, source, header, parsed["device"])
     lines_kind = parsed.group_by("source_row").agg(pl.col("kind").first())
     alarm_lines = lines_kind.filter(pl.col("kind") != "skip").height
     parsed = _with_lineage(parsed.filter(pl.col("kind") != "skip"), rel, layout, machine, family)

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.text.alarm_codes import extract_alarm_codes
+from pipeline.text.alarm_codes import extract_alarm_codes, family_from_code, family_of
 from schemas.normalize import NormalizeConfig
 
 DATA = Path(__file__).parents[1] / "data"
@@ -118,3 +118,23 @@ def test_sentence_set_scores() -> None:
 def test_held_back_sentence_scores() -> None:
     precision, recall, f1 = score("alarm_code_heldback.tsv")
     assert precision >= 0.9 and recall >= 0.9 and f1 >= 0.9, (precision, recall, f1)
+
+
+def test_fanuc_robot_codes_need_no_context() -> None:
+    # a robot tending the machine: facility and number, as the teach pendant shows them
+    assert codes("机器人报SRVO-050碰撞检测，复位后又报 SRVO-053", "R-30iB Plus") == [
+        "FANUC_ROBOT:SRVO-050",
+        "FANUC_ROBOT:SRVO-053",
+    ]
+    assert codes("PWD -067 edit not allowed, INTP-105 (MAIN, 12)") == [
+        "FANUC_ROBOT:PWD-067",
+        "FANUC_ROBOT:INTP-105",
+    ]
+    # model and tool numbers with a hyphen are no robot alarm
+    assert codes("VMC-850 换刀 TOOL-100 后报 SV0401", "FANUC 0i-MF") == ["FANUC:SV0401"]
+
+
+def test_fanuc_robot_family_from_model_and_code() -> None:
+    df = pl.DataFrame({"m": ["FANUC R-30iB", "FANUC 30i-B", None], "c": ["SRVO-050", "SV401", "x"]})
+    got = df.select(family_of(pl.col("m")), family_from_code(pl.col("c")).alias("c")).rows()
+    assert got == [("FANUC_ROBOT", "FANUC_ROBOT"), ("FANUC", "FANUC"), (None, None)]

@@ -9,21 +9,20 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.stage import StageResult, empty_rejects, stage_result
-from pipeline.ingest.alarm_logs.layouts import detect_layout
-from pipeline.ingest.alarm_logs.reader import _split_lines, read_alarm_log
+from pipeline.ingest.alarm_logs.reader import read_alarm_log
+from pipeline.ingest.sniff import sniff
 from schemas.alarm_logs import ALARM_EVENT_SCHEMA, AlarmLogsConfig, AlarmLogSource
 from tests.pipeline.ingest.support import claimed_files
 
 
 def alarm_log_files(root: str | Path, cfg: AlarmLogsConfig) -> list[tuple[Path, AlarmLogSource]]:
     """Files under `root` that a configured source claims (first match wins), then every other
-    file whose content is an alarm log (format `auto`), sorted."""
+    file whose content is an alarm log (`sniff`, its encoding detected; format `auto`),
+    sorted."""
     claimed = dict(claimed_files(root, cfg.sources)) if "sources" in cfg.model_fields_set else {}
     for path in sorted(Path(root).rglob("*")):
-        if path.is_file() and path not in claimed:
-            head = path.read_bytes()[:65536].decode("utf-8", errors="replace")
-            if detect_layout(_split_lines(head)[:400], path.name):
-                claimed[path] = AlarmLogSource(pattern=path.name)
+        if path.is_file() and path not in claimed and sniff(path).kind == "alarm_log":
+            claimed[path] = AlarmLogSource(pattern=path.name)
     return sorted(claimed.items(), key=lambda item: item[0].as_posix())
 
 
