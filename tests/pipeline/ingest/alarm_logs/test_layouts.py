@@ -5,13 +5,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.ingest.alarm_logs.layouts import detect_layout
-from pipeline.ingest.alarm_logs.reader import (
-    AlarmLogError,
-    alarm_log_files,
-    read_alarm_log_file,
-)
+from pipeline.ingest.alarm_logs.reader import AlarmLogError, read_alarm_log_file
 from pipeline.ingest.sniff import sniff
 from schemas.alarm_logs import AlarmLogsConfig, AlarmLogSource
+from tests.pipeline.ingest.alarm_logs.support import alarm_log_files
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "alarm_logs"
 _EVENT = ("event", "alarm_code", "level", "message", "occurred_at")
