@@ -286,7 +286,7 @@ def _workbook_table(path: Path, rows: int | None = None) -> Table | None:
 
 _TEXT_CODE = re.compile(
     r"^(?P<code>(?:[A-Z][A-Za-z]{0,3}\s?[.\-]\s?[A-Z]?\d[0-9A-Za-z]{0,5}(?:\.\d{1,2})?"
-    r"|[A-Z]{1,4}\d{1,6}(?:\.\d{1,2})?|\d{3,6}(?:\.\d{1,2})?))"
+    r"|[A-Z][A-Za-z]{0,3}\d{1,6}(?:\.\d{1,2})?|\d{3,6}(?:\.\d{1,2})?))"
     r"(?:\s*[:：\-–]\s*|\s+|$)(?P<message>[^\s.:：].*)?$"
 )
 _TEXT_LABEL = re.compile(
@@ -445,11 +445,14 @@ def fault_columns(table: Table | None) -> Columns | None:
 def fault_table_layout(text: str, complete: bool, suffix: str) -> str | None:
     """The layout of a text head that is a fault table (csv, json, jsonl, yaml, text), else
     None. `complete`: the head is the whole file."""
-    first = text.lstrip()[:1]
+    content = (line.strip() for line in text.splitlines())
+    first = next((line[:1] for line in content if line and not line.startswith(_COMMENT)), "")
     if suffix in {".yaml", ".yml"}:
         candidates = ["yaml"]
+    elif suffix in {".jsonl", ".ndjson"}:
+        candidates = ["jsonl"]
     elif first and first in "[{":
-        candidates = ["jsonl", "json"] if suffix in {".jsonl", ".ndjson"} else ["json", "jsonl"]
+        candidates = ["json", "jsonl"]
     else:
         candidates = ["csv", "text"] if suffix in {".txt", ".text", ".dat", ""} else ["csv"]
     for layout in candidates:
