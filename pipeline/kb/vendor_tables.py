@@ -134,7 +134,7 @@ def _cell(value: object) -> str | None:
     if isinstance(value, list) and all(not isinstance(v, dict | list) for v in value):
         return "\n".join(str(v) for v in value)  # a list of causes: one item a line
     if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False, default=str)
     return str(value)
 
 
@@ -152,7 +152,7 @@ def _flatten(obj: dict, prefix: str = "") -> dict[str, str | None]:
 def _objects_table(objects: list[object], lines: list[int], titles: list[str]) -> Table:
     records = [_flatten(o) if isinstance(o, dict) else {"value": _cell(o)} for o in objects]
     headers = list(dict.fromkeys(k for r in records for k in r))
-    raws = [json.dumps(o, ensure_ascii=False, sort_keys=True) for o in objects]
+    raws = [json.dumps(o, ensure_ascii=False, sort_keys=True, default=str) for o in objects]
     return Table(headers, records, lines, raws, titles)
 
 
@@ -458,7 +458,7 @@ def fault_table_layout(text: str, complete: bool, suffix: str) -> str | None:
     for layout in candidates:
         try:
             table = table_from_text(text, layout, complete or layout in {"csv", "text"})
-        except (ValueError, yaml.YAMLError, csv.Error, RecursionError):
+        except (ValueError, TypeError, yaml.YAMLError, csv.Error, RecursionError):
             continue
         if fault_columns(table) is not None:
             return layout
@@ -562,7 +562,7 @@ def read_fault_tables(files: list[tuple[Path, str]], root: Path, cfg: ManualsCon
                 results.append(read_vendor_table(path, source, root))
             else:
                 results.append(read_fault_table(path, root, layout, cfg.fault_table_family))
-        except (InputFileError, ValueError, KeyError, OSError, yaml.YAMLError) as exc:
+        except (InputFileError, ValueError, TypeError, KeyError, OSError, yaml.YAMLError) as exc:
             rel = relative_path(path, root)
             why = str(exc).replace(str(path), rel)
             lineage = pl.DataFrame({"source_file": [rel], "source_row": [0]})
