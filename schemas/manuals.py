@@ -108,6 +108,12 @@ class ManualsConfig(BaseModel):
         "base; a file matching one of their patterns is read as that table before any other "
         "kind is considered",
     )
+    fault_table_family: str | None = Field(
+        None,
+        description="code family of a vendor fault table read without a `vendor_tables` entry "
+        "when neither its title, headers, folder and file name nor its text name a controller "
+        "or drive maker; None: such codes are UNKNOWN:<code>",
+    )
 
 
 # The Dobot servo table of ../shared/external/dobot-servo-alarms, as a worked mapping.

@@ -5,11 +5,13 @@ parse    per file: sections (pages without text rejected; a readme, licence or p
 funnel   over the run, on parsed and carried sections:
          sections -> chunks (pretraining text, tokens counted) -> redact (PII)
          sections -> alarm tables -+
-         vendor fault tables -------+-> fault-code knowledge base -> redact (PII)
+         fault-table files ---------+-> fault-code knowledge base -> redact (PII)
+         (configured `vendor_tables` mappings, else read with zero configuration)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +24,8 @@ from pipeline.ingest.documents.manuals import STAGE as PARSE_STAGE
 from pipeline.ingest.documents.manuals import chunk_sections, is_manual_text, read_manual
 from pipeline.ingest.encoding import resolved_encoding
 from pipeline.ingest.files import relative_path, sha256_bytes, sha256_file
-from pipeline.kb.fault_codes import extract_alarm_tables, merge_knowledge_base, read_vendor_tables
+from pipeline.kb.fault_codes import extract_alarm_tables, merge_knowledge_base
+from pipeline.kb.vendor_tables import read_fault_tables
 from pipeline.publish.ledger import ledger_row
 from pipeline.stages.tokens import count_tokens
 from pipeline.text.pii import count_placeholders, redact_pii
@@ -120,12 +123,17 @@ def _pii(redacted: StageResult) -> dict[str, int]:
 
 
 def funnel(
-    sections: pl.DataFrame, vendor_root: Path, cfg: PipelineConfig
+    sections: pl.DataFrame,
+    vendor_root: Path,
+    cfg: PipelineConfig,
+    fault_tables: Sequence[Sequence[str]] = (),
 ) -> dict[str, StageResult]:
-    """Pretraining chunks and the fault-code knowledge base from every manual's sections."""
+    """Pretraining chunks and the fault-code knowledge base from every manual's sections and
+    every fault-table file (path, layout): configured mapping or zero configuration."""
     chunks = CHUNK.run(sections, cfg)
     tables = ALARM_TABLES.run(sections, cfg)
-    vendor = read_vendor_tables(vendor_root, cfg.manuals)
+    files = [(Path(path), layout) for path, layout in fault_tables]
+    vendor = read_fault_tables(files, vendor_root, cfg.manuals)
     knowledge_base = merge_knowledge_base(tables.kept, vendor.kept)
     pretrain_pii = REDACT.run(chunks.kept, cfg)
     chunks = StageResult(
@@ -143,9 +151,14 @@ def funnel(
     }
 
 
-def vendor_tables(run: FunnelRun) -> list[Path]:
-    """The vendor fault tables among the inputs (read by the funnel step)."""
-    return [e.path for e in run.ctx.inventory if e.sniffed.kind == "fault_table"]
+def vendor_tables(run: FunnelRun) -> list[tuple[Path, str]]:
+    """The vendor fault tables among the inputs, configured or sniffed, with their layout
+    (read by the funnel step)."""
+    return [
+        (e.path, e.sniffed.layout or "vendor_table")
+        for e in run.ctx.inventory
+        if e.sniffed.kind == "fault_table"
+    ]
 
 
 def _source(entry: Any) -> dict[str, Any]:
@@ -157,7 +170,12 @@ def _source(entry: Any) -> dict[str, Any]:
 
 
 def _funnel_params(run: FunnelRun) -> dict[str, Any]:
-    return {"root": str(run.root), "vendor": [sha256_file(p) for p in vendor_tables(run)]}
+    tables = vendor_tables(run)
+    return {
+        "root": str(run.root),
+        "vendor": [sha256_file(p) for p, _ in tables],
+        "tables": [[str(p), layout] for p, layout in tables],
+    }
 
 
 PARSE = Step(
@@ -172,7 +190,7 @@ PARSE = Step(
 FUNNEL_STEP = Step(
     "manuals.funnel",
     "run",
-    lambda cfg, f, p: funnel(f["sections"], Path(p["root"]), cfg),
+    lambda cfg, f, p: funnel(f["sections"], Path(p["root"]), cfg, p["tables"]),
     inputs={
         "sections": Carried(
             Out(PARSE.name, "parse"),
@@ -219,7 +237,9 @@ def _section_rejects(run: FunnelRun) -> pl.DataFrame:
     return pl.concat([first, *parsed], how="vertical_relaxed")
 
 
-def _vendor_ledger(paths: list[Path], root: Path, read: pl.DataFrame) -> list[pl.DataFrame]:
+def _vendor_ledger(
+    tables: list[tuple[Path, str]], root: Path, read: pl.DataFrame
+) -> list[pl.DataFrame]:
     """Ledger rows of the vendor fault tables read (rows: entries kept or rejected)."""
     per_file = read.group_by("source_file").len()
     rows = dict(zip(per_file["source_file"], per_file["len"], strict=True))
@@ -231,9 +251,9 @@ def _vendor_ledger(paths: list[Path], root: Path, read: pl.DataFrame) -> list[pl
             sha256_file(path),
             "auto",
             rows=rows.get(rel, 0),
-            reader="fault_table:vendor_table",
+            reader=f"fault_table:{layout}",
         )
-        for path in paths
+        for path, layout in tables
     ]
 
 

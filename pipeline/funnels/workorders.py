@@ -109,6 +109,7 @@ def ingest(
             skipped=read.skipped,
             columns=read.columns,
             reader=f"{KIND}:{fmt}",
+            warning=read.warning,
         )
         state = {"ledger": ledger} if last else {}
         yield (

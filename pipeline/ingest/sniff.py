@@ -4,10 +4,12 @@ layout), a manual, or a file to skip (and why).
 Order: notes by name (README, LICENSE, SOURCE, ...) are skipped; binary signatures decide PDF
 manuals, XLSX work orders and the archives and legacy Office files we do not read; text is
 decoded (configured encoding, else detected) and tried as an alarm log of each known layout,
-then as JSON / JSONL records, a Markdown document, a delimited table (work orders), and plain
-text (a manual). The file's suffix only breaks ties: a `.log` or `.shdr` file in no known
-layout is skipped rather than read as a manual, configuration and source-code
-files are skipped, and so are unknown suffixes holding no table.
+then as a vendor fault-code table (`pipeline.kb.vendor_tables`: a code column beside message /
+cause / remedy columns and no work-order signal, in any table layout, YAML or an alarm-message
+text; an XLSX workbook too), JSON / JSONL records, a Markdown document, a delimited table (work
+orders), and plain text (a manual). The file's suffix only breaks ties: a `.log` or `.shdr`
+file in no known layout is skipped rather than read as a manual, configuration and
+source-code files are skipped, and so are unknown suffixes holding no table.
 
 One rule tells a skipped file from a broken one. A file is *skipped* (with a reason) when it
 is not something we read: notes, other formats, text that is none of the kinds. It is
@@ -27,6 +29,7 @@ from pathlib import Path
 
 from pipeline.ingest.alarm_logs.layouts import LAYOUTS, detect_layout
 from pipeline.ingest.encoding import EncodingError, detect_encoding, undecodable_lines
+from pipeline.kb.vendor_tables import fault_table_layout, is_fault_workbook
 
 HEAD_BYTES = 65536
 _NOTES = re.compile(
@@ -47,6 +50,8 @@ _CODE_SUFFIXES = {
     ".bat", ".ps1", ".sql", ".r", ".c", ".h", ".cpp", ".java", ".ipynb",
 }  # fmt: skip
 
+# Suffixes never read as a vendor fault table (YAML is: a fault table or else configuration).
+_NOT_FAULT_TABLES = (_CODE_SUFFIXES - {".yaml", ".yml"}) | {".md", ".markdown"}
 
 # The kinds a broken file of each input suffix may have been meant as (the run's folders choose).
 _BROKEN_KINDS: dict[str, tuple[str, ...]] = {
@@ -61,8 +66,9 @@ _BROKEN_KINDS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Sniffed:
-    """`kind`: workorder, alarm_log, manual, skip or broken; `layout`: the reader's format
-    (csv, xlsx, json, jsonl; one of the alarm-log layouts; markdown, text, pdf); `reason`: why
+    """`kind`: workorder, alarm_log, manual, fault_table, skip or broken; `layout`: the reader's
+    format (csv, xlsx, json, jsonl; one of the alarm-log layouts; markdown, text, pdf; a fault
+    table's csv, xlsx, json, jsonl, yaml or text); `reason`: why
     skipped or broken; `meant`: for a broken file, the kinds its suffix stands for."""
 
     kind: str
@@ -187,7 +193,7 @@ def _by_signature(head: bytes, path: Path, suffix: str, expect: str | None) -> S
         except zipfile.BadZipFile:
             return _unreadable("damaged zip archive", suffix, expect)
         if any(n.startswith("xl/") for n in names):
-            return Sniffed("workorder", "xlsx")
+            return Sniffed("fault_table" if is_fault_workbook(path) else "workorder", "xlsx")
         if suffix in {".xlsx", ".xlsm"}:
             return _unreadable("zip archive holding no workbook (no xl/ part)", suffix, expect)
         return _skip("zip archive (not an .xlsx workbook): unpack it into the input folder")
@@ -214,8 +220,12 @@ def _by_text(text: str, complete: bool, name: str, suffix: str, expect: str | No
 
 
 def _document_kind(text: str, lines: list[str], complete: bool, suffix: str) -> Sniffed:
-    """JSON records or a delimited table (work orders), Markdown or prose (a manual), or a
-    file to skip."""
+    """A vendor fault table (any table layout, YAML, an alarm-message text), JSON records or a
+    delimited table (work orders), Markdown or prose (a manual), or a file to skip."""
+    if suffix not in _NOT_FAULT_TABLES:
+        layout = fault_table_layout(text, complete, suffix)
+        if layout:
+            return Sniffed("fault_table", layout)
     if text.lstrip()[:1] in "[{" and suffix in _TABLE_SUFFIXES:
         # JSON that does not parse goes to its reader all the same: it names the line
         lines_kind = "jsonl" if suffix in {".jsonl", ".ndjson"} else "json"

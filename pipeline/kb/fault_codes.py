@@ -36,18 +36,26 @@ SOURCE_KIND = "fault_table"
 
 HEADER_ALIASES: dict[str, tuple[str, ...]] = {
     "code": ("报警号", "报警代码", "报警编号", "故障代码", "故障码", "错误代码", "代码", "alarm",
-             "alarmno", "alarmnumber", "alarmcode", "errorcode", "faultcode", "errorno", "code"),
+             "alarmno", "alarmnumber", "alarmcode", "errorcode", "faultcode", "errorno", "code",
+             "报警码", "错误码", "故障编号", "异常代码", "警报代码", "alarmid", "errorid",
+             "faultid", "errcode", "errno", "almno", "alm"),
     "symptom": ("故障现象", "现象", "故障", "故障描述", "故障症状", "问题", "symptom", "symptoms",
                 "problem", "trouble", "fault", "condition"),
     "message": ("报警信息", "报警内容", "报警名称", "报警文本", "信息", "内容", "名称", "message",
-                "text", "alarmtext", "alarmmessage", "title", "name"),
+                "text", "alarmtext", "alarmmessage", "title", "name", "报警名", "故障名称",
+                "错误信息", "错误名称", "警报名称", "警报内容", "msg", "errormessage", "errmsg",
+                "alarmname", "errorname", "faultname", "faultmessage", "faulttext"),
     "description": ("说明", "描述", "详细说明", "报警说明", "含义", "description", "explanation",
-                    "meaning", "details"),
+                    "meaning", "details", "报警描述", "错误描述", "desc", "detail"),
     "cause": ("原因", "故障原因", "可能原因", "报警原因", "产生原因", "原因分析", "cause", "causes",
-              "possiblecause", "possiblecauses", "probablecause", "reason"),
+              "possiblecause", "possiblecauses", "probablecause", "reason", "发生原因", "错误原因",
+              "reasons", "rootcause"),
     "remedy": ("处理", "处理方法", "处理措施", "排除方法", "对策", "解决方法", "措施", "维修方法",
                "处理办法", "remedy", "remedies", "action", "actions", "solution",
-               "countermeasure", "correctiveaction", "troubleshooting"),
+               "countermeasure", "correctiveaction", "troubleshooting", "处理对策", "解决办法",
+               "解决措施", "排除措施", "处置方法", "处理建议", "对应方法", "measure", "measures",
+               "handling",
+               "handle", "fix", "resolution", "countermeasures", "correctiveactions"),
     "effect": ("影响", "后果", "报警影响", "系统反应", "反应", "effect", "reaction", "consequence"),
     "prevention": ("预防", "预防措施", "预防对策", "prevention", "preventiveaction"),
     "_index": ("序号", "no", "number", "nr", "item", "#", "编号"),
@@ -63,7 +71,7 @@ _PREVENTION_FOR = re.compile(
 )
 
 
-def _header_key(cell: str) -> str | None:
+def fault_field(cell: str) -> str | None:
     key = re.sub(r"[\s_.\-/()（）:：*]", "", cell).lower()
     return _ALIAS.get(key) or ("_index" if key in {"#", "no", ""} else None)
 
@@ -76,7 +84,7 @@ def _table_header(cells: list[str], body: list[list[str]]) -> list[str | None] |
     """Field per column of an alarm or symptom table, or None when the table is neither.
     A `No.`/`序号` column is the code in a table without one (FANUC/Haas lists), unless the table
     is keyed by symptom or the column holds only running numbers."""
-    header = [_header_key(c) for c in cells]
+    header = [fault_field(c) for c in cells]
 
     def values(column: int) -> list[str]:
         return [row[column] for row in body if column < len(row) and row[column]]
@@ -186,7 +194,7 @@ def _blank_to_null(column: str) -> pl.Expr:
     return pl.when(text != "").then(text).alias(column)
 
 
-def _finish(raw: pl.DataFrame, source_kind: str) -> StageResult:
+def finish_entries(raw: pl.DataFrame, source_kind: str) -> StageResult:
     """Common tail: one row per code, canonical codes, lists, language, lineage; reject rows
     without a code or symptom, without content, or with an impossible code range."""
     for col in (*FIELDS, "problem", "language"):
@@ -269,7 +277,7 @@ def extract_alarm_tables(sections: pl.DataFrame) -> StageResult:
             **{k: pl.String for k in FIELDS},
         },
     )
-    result = _finish(raw, SOURCE_KIND)
+    result = finish_entries(raw, SOURCE_KIND)
     return stage_result(
         result.kept, result.rejected, read=raw.height, sections_with_tables=with_tables
     )
@@ -336,7 +344,7 @@ def read_vendor_table(
                 ]
             )
         )
-    return _finish(pl.concat(parts), SOURCE_KIND)
+    return finish_entries(pl.concat(parts), SOURCE_KIND)
 
 
 def read_vendor_tables(root: str | Path, cfg: ManualsConfig) -> StageResult:

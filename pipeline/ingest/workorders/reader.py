@@ -62,6 +62,7 @@ class FileRead:
     rows: int
     columns: dict[str, str] = field(default_factory=dict)  # field -> header(s), " + " joined
     skipped: int = 0  # title and blank rows above the header
+    warning: str | None = None  # mapped columns holding JSON objects, not used as text
 
 
 def source_for(rel_path: str, cfg: IngestConfig) -> SourceMapping:
@@ -96,6 +97,7 @@ def read_workorder_parts(
         encoding, header_line, parts = _streamed_parts(path, fmt, source, cfg, part_rows)
     head, parts = _head(parts, CONTENT_SAMPLE)
     mapping = resolve_columns(head.columns, source, cfg, path, head)
+    mapping, warning = _without_objects(mapping, head, rel, path)
     columns = {f: " + ".join(mapping[f]) for f in WORKORDER_FIELDS if f in mapping}
     carry: dict[str, str | None] = {}
     for raw, lines, bad, raw_text in parts:
@@ -111,7 +113,40 @@ def read_workorder_parts(
             rows=records.height + rejected.height,
             columns=columns,
             skipped=max(header_line - 1, 0),  # report titles and blank rows above the header
+            warning=warning,
         )
+
+
+def _object_share(values: pl.Series) -> float:
+    """Share of the filled values that are JSON objects as text."""
+    filled = values.drop_nulls()
+    if filled.len() == 0:
+        return 0.0
+    return float(filled.str.contains(r"(?s)^\s*\{.*\}\s*$").mean() or 0.0)
+
+
+def _without_objects(
+    mapping: dict[str, list[str]], head: pl.DataFrame, rel: str, path: Path
+) -> tuple[dict[str, list[str]], str | None]:
+    """The mapping without the columns whose values are JSON objects (`{...}`: a nested record,
+    never sample text), and the warning naming them; IngestError when no content column
+    is left."""
+    found = [
+        (name, h)
+        for name, headers in mapping.items()
+        for h in headers
+        if h in head.columns and _object_share(head[h]) >= 0.5
+    ]
+    if not found:
+        return mapping, None
+    dropped = {h for _, h in found}
+    kept = {f: [h for h in hs if h not in dropped] for f, hs in mapping.items()}
+    kept = {f: hs for f, hs in kept.items() if hs}
+    named = ", ".join(f"'{h}' (mapped to {name})" for name, h in found)
+    warning = f"{rel}: column {named} holds JSON objects: not used as sample text"
+    if not any(f in kept for f in CONTENT_FIELDS):
+        raise IngestError(f"{path}: {warning}; no other symptom, cause or action column")
+    return kept, warning
 
 
 # A part of a file: raw frame (its headers as columns), each row's line, quarantined rows,

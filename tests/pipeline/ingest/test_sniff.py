@@ -97,3 +97,30 @@ def test_inventory_accounts_for_every_file_and_honours_overrides(tmp_path: Path)
     entries = inventory(EXPORTS, {"alarm_log": EXPORTS}, forced)
     haas = next(e for e in entries if e.path.name.startswith("Haas_"))
     assert haas.sniffed.reader == "alarm_log:fanuc" and haas.source is not None
+
+
+VENDOR_TABLES = EXPORTS.parent / "vendor_tables"
+
+
+@pytest.mark.parametrize(
+    ("name", "layout"),
+    [
+        ("sigma7_servopack_alarms.csv", "csv"),  # a key line above the header
+        ("asda_b3_alarms.jsonl", "jsonl"),  # a comment line above the records
+        ("sv660n_faults.yaml", "yaml"),  # a .yaml file that is no configuration
+        ("syntec_servo_alarms.json", "json"),  # nested zh_CN / en objects
+        ("minas_a6_alarm_messages.txt", "text"),  # $Cause / $Remedy blocks
+        ("mr_j4_alarm_list.txt", "text"),  # AL.16 Encoder ... lines
+    ],
+)
+def test_vendor_code_tables_are_fault_tables(name: str, layout: str) -> None:
+    assert sniff(VENDOR_TABLES / name).reader == f"fault_table:{layout}"
+
+
+def test_fault_tables_are_read_with_the_manuals_only() -> None:
+    folders = {"workorder": VENDOR_TABLES, "alarm_log": None, "manual": None}
+    entries = inventory(VENDOR_TABLES, folders, PipelineConfig())
+    assert {e.sniffed.kind for e in entries} == {"skip"}  # never read as work orders
+    assert all("fault_table:" in (e.sniffed.reason or "") for e in entries)
+    entries = inventory(VENDOR_TABLES, {**folders, "manual": VENDOR_TABLES}, PipelineConfig())
+    assert {e.sniffed.kind for e in entries} == {"fault_table"}

@@ -346,3 +346,26 @@ def test_json_array_with_a_record_in_another_encoding_quarantines_that_record(tm
     assert got.result.kept.height == 39
     assert got.result.rejected.height == 1
     assert got.result.rejected["reason"].to_list() == ["malformed_row"]
+
+
+def test_mapped_column_holding_json_objects_is_a_warning_not_text(tmp_path):
+    # A CMMS JSON export whose "problem" field is a nested record, not the technician's words.
+    path = tmp_path / "cmms_orders.json"
+    orders = [
+        {"order no": "WO-1", "machine": "VMC-03", "date": "2024-03-18",
+         "problem": {"code": "SV0401", "text": "V READY OFF"},
+         "action taken": "更换 MCC 接触器，试机正常"},
+        {"order no": "WO-2", "machine": "VMC-04", "date": "2024-03-19",
+         "problem": {"code": "SV0436", "text": "SOFT THERMAL"},
+         "action taken": "降低切削负载，清理电机风扇"},
+    ]  # fmt: skip
+    path.write_text(json.dumps(orders, ensure_ascii=False), encoding="utf-8")
+    read = read_workorder_file(path, tmp_path, IngestConfig())
+    assert read.warning == (
+        "cmms_orders.json: column 'problem' (mapped to symptom) holds JSON objects: "
+        "not used as sample text"
+    )
+    records = read.result.kept
+    assert records["symptom"].null_count() == records.height == 2
+    assert records["action"].to_list()[0] == "更换 MCC 接触器，试机正常"
+    assert "symptom" not in read.columns
