@@ -22,14 +22,14 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.stage import StageResult, empty_rejects, make_rejects, stage_result
+from pipeline.core.stage import StageResult, make_rejects, stage_result
 from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.kb.layouts import labelled_entries, split_codes
 from pipeline.text.alarm_codes import canonical_code, family_from_code
 from pipeline.text.language import detect_language
-from schemas.manuals import FAULT_CODE_SCHEMA, ManualsConfig, VendorTableSource
+from schemas.manuals import FAULT_CODE_SCHEMA, VendorTableSource
 
 STAGE = "fault_codes"
 SOURCE_KIND = "fault_table"
@@ -345,25 +345,6 @@ def read_vendor_table(
             )
         )
     return finish_entries(pl.concat(parts), SOURCE_KIND)
-
-
-def read_vendor_tables(root: str | Path, cfg: ManualsConfig) -> StageResult:
-    """Every configured vendor table under `root`; counters add up (plus `files`)."""
-    root = Path(root)
-    results = [
-        read_vendor_table(path, source, root)
-        for source in cfg.vendor_tables
-        for path in sorted(root.glob(source.pattern))
-        if path.is_file()
-    ]
-    if not results:
-        return stage_result(pl.DataFrame(schema=FAULT_CODE_SCHEMA), empty_rejects(), 0, files=0)
-    return stage_result(
-        pl.concat([r.kept for r in results]),
-        pl.concat([r.rejected for r in results]),
-        read=sum(r.counters["read"] for r in results),
-        files=len(results),
-    )
 
 
 _FIRST_WINS = ("prevention", "message", "description", "effect")

@@ -8,12 +8,10 @@ from pipeline.kb.fault_codes import (
     extract_alarm_tables,
     merge_knowledge_base,
     read_vendor_table,
-    read_vendor_tables,
 )
 from schemas.manuals import (
     DOBOT_SERVO_TABLE,
     FAULT_CODE_SCHEMA,
-    ManualsConfig,
     VendorFields,
     VendorTableSource,
 )
@@ -89,13 +87,8 @@ def test_same_code_from_two_places_merges(manual_codes: pl.DataFrame) -> None:
 @pytest.mark.skipif(not DOBOT.exists(), reason="../shared not present: Dobot alarm table")
 def test_dobot_vendor_json_through_the_configured_mapping() -> None:
     # 88 entries (SOURCE.md; `python -c "import json;print(len(json.load(open(f))))"`) x 2 langs
-    cfg = ManualsConfig(vendor_tables=[DOBOT_SERVO_TABLE])
-    result = read_vendor_tables(DOBOT, cfg)
-    assert (result.counters["read"], result.counters["kept"], result.counters["files"]) == (
-        176,
-        176,
-        1,
-    )
+    result = read_vendor_table(DOBOT / "alarm_servo.json", DOBOT_SERVO_TABLE, DOBOT)
+    assert (result.counters["read"], result.counters["kept"]) == (176, 176)
     kb = result.kept
     encoder = kb.filter(pl.col("code") == "DOBOT/SERVO:29569").sort("language")
     assert encoder.select("language", "message", "remedies").rows() == [
