@@ -36,34 +36,43 @@ SOURCE_KIND = "fault_table"
 
 HEADER_ALIASES: dict[str, tuple[str, ...]] = {
     "code": ("报警号", "报警代码", "报警编号", "故障代码", "故障码", "错误代码", "代码", "alarm",
-             "alarmno", "alarmnumber", "alarmcode", "errorcode", "faultcode", "errorno", "code"),
+             "alarmno", "alarmnumber", "alarmcode", "errorcode", "faultcode", "errorno", "code",
+             "errornumber", "alarmnr", "fehlernummer", "fehlernr", "fehlercode", "alarmnummer",
+             "meldungsnummer"),
     "symptom": ("故障现象", "现象", "故障", "故障描述", "故障症状", "问题", "symptom", "symptoms",
                 "problem", "trouble", "fault", "condition"),
     "message": ("报警信息", "报警内容", "报警名称", "报警文本", "信息", "内容", "名称", "message",
-                "text", "alarmtext", "alarmmessage", "title", "name"),
+                "text", "alarmtext", "alarmmessage", "title", "name", "errormessage", "errortext",
+                "alarmname", "alarmtitle", "meldung", "meldetext", "fehlertext", "fehlermeldung",
+                "alarmtexte"),
     "description": ("说明", "描述", "详细说明", "报警说明", "含义", "description", "explanation",
-                    "meaning", "details"),
+                    "meaning", "details", "beschreibung", "erläuterung", "erklärung",
+                    "bedeutung"),
     "cause": ("原因", "故障原因", "可能原因", "报警原因", "产生原因", "原因分析", "cause", "causes",
-              "possiblecause", "possiblecauses", "probablecause", "reason"),
+              "possiblecause", "possiblecauses", "probablecause", "reason", "causeoferror",
+              "ursache", "fehlerursache"),
     "remedy": ("处理", "处理方法", "处理措施", "排除方法", "对策", "解决方法", "措施", "维修方法",
                "处理办法", "remedy", "remedies", "action", "actions", "solution",
-               "countermeasure", "correctiveaction", "troubleshooting"),
-    "effect": ("影响", "后果", "报警影响", "系统反应", "反应", "effect", "reaction", "consequence"),
-    "prevention": ("预防", "预防措施", "预防对策", "prevention", "preventiveaction"),
+               "countermeasure", "correctiveaction", "troubleshooting", "errorcorrection",
+               "abhilfe", "behebung", "fehlerbehebung", "maßnahme", "maßnahmen"),
+    "effect": ("影响", "后果", "报警影响", "系统反应", "反应", "effect", "reaction", "consequence",
+               "reaktion", "auswirkung", "systemreaktion"),
+    "prevention": ("预防", "预防措施", "预防对策", "prevention", "preventiveaction",
+                   "vorbeugung"),
     "_index": ("序号", "no", "number", "nr", "item", "#", "编号"),
 }  # fmt: skip
 _ALIAS = {alias: name for name, aliases in HEADER_ALIASES.items() for alias in aliases}
 FIELDS = ("code", "symptom", "message", "description", "cause", "remedy", "effect", "prevention")
 _DETAIL_FIELDS = {"message", "description", "cause", "remedy", "effect"}
 _CODE = r"[A-Z]{2}\s?\d{3,4}|\d{3,6}"
-_PREVENTION_FOR = re.compile(
+PREVENTION_FOR = re.compile(
     rf"^(?:prevention\s+for\s+alarm|预防\s*(?:报警)?)\s*[(（]?(?P<code>{_CODE})[)）]?\s*[:：]\s*"
     r"(?P<text>\S.*)$",
     re.I,
 )
 
 
-def _header_key(cell: str) -> str | None:
+def header_key(cell: str) -> str | None:
     key = re.sub(r"[\s_.\-/()（）:：*]", "", cell).lower()
     return _ALIAS.get(key) or ("_index" if key in {"#", "no", ""} else None)
 
@@ -76,7 +85,7 @@ def _table_header(cells: list[str], body: list[list[str]]) -> list[str | None] |
     """Field per column of an alarm or symptom table, or None when the table is neither.
     A `No.`/`序号` column is the code in a table without one (FANUC/Haas lists), unless the table
     is keyed by symptom or the column holds only running numbers."""
-    header = [_header_key(c) for c in cells]
+    header = [header_key(c) for c in cells]
 
     def values(column: int) -> list[str]:
         return [row[column] for row in body if column < len(row) and row[column]]
@@ -133,7 +142,7 @@ def _prevention_notes(text: str, first_row: int) -> list[dict]:
         {"source_row": first_row + i, "raw": line.strip(), "code": m.group("code"),
          "prevention": m.group("text")}
         for i, line in enumerate(text.split("\n"))
-        if (m := _PREVENTION_FOR.match(line.strip()))
+        if (m := PREVENTION_FOR.match(line.strip()))
     ]  # fmt: skip
 
 
@@ -186,7 +195,7 @@ def _blank_to_null(column: str) -> pl.Expr:
     return pl.when(text != "").then(text).alias(column)
 
 
-def _finish(raw: pl.DataFrame, source_kind: str) -> StageResult:
+def finish_entries(raw: pl.DataFrame, source_kind: str) -> StageResult:
     """Common tail: one row per code, canonical codes, lists, language, lineage; reject rows
     without a code or symptom, without content, or with an impossible code range."""
     for col in (*FIELDS, "problem", "language"):
@@ -269,7 +278,7 @@ def extract_alarm_tables(sections: pl.DataFrame) -> StageResult:
             **{k: pl.String for k in FIELDS},
         },
     )
-    result = _finish(raw, SOURCE_KIND)
+    result = finish_entries(raw, SOURCE_KIND)
     return stage_result(
         result.kept, result.rejected, read=raw.height, sections_with_tables=with_tables
     )
@@ -336,7 +345,7 @@ def read_vendor_table(
                 ]
             )
         )
-    return _finish(pl.concat(parts), SOURCE_KIND)
+    return finish_entries(pl.concat(parts), SOURCE_KIND)
 
 
 def read_vendor_tables(root: str | Path, cfg: ManualsConfig) -> StageResult:
