@@ -135,12 +135,15 @@ class BlockReader:
     def _pair(self, block: dict, label: str, value: str) -> None:
         """A labelled item [label, value]: a code label opens an entry, others fill a field."""
         name = header_field(label)
+        raw = f"{label}：{value}"
         if name == "code" and (found := code_cell(value) or code_start(value, strict=False)):
-            self.start(block, f"{label}：{value}", code=found[0], message=found[1])
+            self.start(block, raw, code=found[0], message=found[1])
+        elif name is None and (found := code_cell(label)):  # SV0401：V 就绪信号关闭
+            self.start(block, raw, code=found[0], message=found[1] or value)
         elif name is None:
-            self._line(f"{label}：{value}")  # an unknown label: text of the current field
+            self._line(raw)  # an unknown label: text of the current field
         else:
-            self._field(name, value, f"{label}：{value}", block)
+            self._field(name, value, raw, block)
 
     def _field(self, name: str, value: str, raw: str, block: dict | None = None) -> None:
         """Text under a label: a symptom after content opens a symptom-keyed entry."""
