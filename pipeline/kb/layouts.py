@@ -2,10 +2,10 @@
 
 Each entry is a dict of raw strings: `code` (as printed, possibly combined or ranged, split
 later by `split_codes`), `symptom`, `message`, `description`, `cause`, `remedy`, `effect`,
-`prevention`, plus `source_row` and `raw` for lineage. Layouts:
+`prevention`, plus `source_row` and `raw` for lineage (tables: `pipeline.kb.tables`). The
+code shapes, labels, `code_start`, `classify_prose` and `split_codes` are shared with the block
+extractor (`pipeline.kb.text_blocks`). Layouts:
 
-- Markdown tables: a code column (报警号/Alarm/No.) or a symptom column (故障现象/Symptom/Problem)
-  with message/cause/remedy/effect columns;
 - labelled items: an entry start followed by labels (原因/可能原因/处理/措施/排除方法/影响/说明,
   Cause/Remedy/Action/Effect/Reaction/Explanation), each label its own field, lists below a label
   kept as items. An entry starts at a code line (`700016 Coolant pressure too low`, `报警号：1000`,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipeline.kb.fault_codes import header_key
 from pipeline.kb.layouts import (
     CAUSE_SENTENCE,
     CODE_GROUP,
@@ -21,6 +20,42 @@ from pipeline.kb.layouts import (
     QUANTITY,
     REMEDY_SENTENCE,
 )
+
+HEADER_ALIASES: dict[str, tuple[str, ...]] = {
+    "code": ("报警号", "报警代码", "报警编号", "故障代码", "故障码", "错误代码", "代码", "alarm",
+             "alarmno", "alarmnumber", "alarmcode", "errorcode", "faultcode", "errorno", "code",
+             "errornumber", "alarmnr", "fehlernummer", "fehlernr", "fehlercode", "alarmnummer",
+             "meldungsnummer"),
+    "symptom": ("故障现象", "现象", "故障", "故障描述", "故障症状", "问题", "symptom", "symptoms",
+                "problem", "trouble", "fault", "condition"),
+    "message": ("报警信息", "报警内容", "报警名称", "报警文本", "信息", "内容", "名称", "message",
+                "text", "alarmtext", "alarmmessage", "title", "name", "errormessage", "errortext",
+                "alarmname", "alarmtitle", "meldung", "meldetext", "fehlertext", "fehlermeldung",
+                "alarmtexte"),
+    "description": ("说明", "描述", "详细说明", "报警说明", "含义", "description", "explanation",
+                    "meaning", "details", "beschreibung", "erläuterung", "erklärung",
+                    "bedeutung"),
+    "cause": ("原因", "故障原因", "可能原因", "报警原因", "产生原因", "原因分析", "cause", "causes",
+              "possiblecause", "possiblecauses", "probablecause", "reason", "causeoferror",
+              "ursache", "fehlerursache"),
+    "remedy": ("处理", "处理方法", "处理措施", "排除方法", "对策", "解决方法", "措施", "维修方法",
+               "处理办法", "remedy", "remedies", "action", "actions", "solution",
+               "countermeasure", "correctiveaction", "troubleshooting", "errorcorrection",
+               "abhilfe", "behebung", "fehlerbehebung", "maßnahme", "maßnahmen"),
+    "effect": ("影响", "后果", "报警影响", "系统反应", "反应", "effect", "reaction", "consequence",
+               "reaktion", "auswirkung", "systemreaktion"),
+    "prevention": ("预防", "预防措施", "预防对策", "prevention", "preventiveaction",
+                   "vorbeugung"),
+    "_index": ("序号", "no", "number", "nr", "item", "#", "编号"),
+}  # fmt: skip
+_ALIAS = {alias: name for name, aliases in HEADER_ALIASES.items() for alias in aliases}
+
+
+def header_key(cell: str) -> str | None:
+    """The field a header cell names exactly (spaces and punctuation dropped)."""
+    key = re.sub(r"[\s_.\-/()（）:：*]", "", cell).lower()
+    return _ALIAS.get(key) or ("_index" if key in {"#", "no"} else None)
+
 
 # Share of a column's non-empty cells that must be codes.
 MIN_CODE_SHARE = 0.8

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.text.alarm_codes import extract_alarm_codes
+from pipeline.text.alarm_codes import extract_alarm_codes, most_named_family
 from schemas.normalize import NormalizeConfig
 
 DATA = Path(__file__).parents[1] / "data"
@@ -118,3 +118,18 @@ def test_sentence_set_scores() -> None:
 def test_held_back_sentence_scores() -> None:
     precision, recall, f1 = score("alarm_code_heldback.tsv")
     assert precision >= 0.9 and recall >= 0.9 and f1 >= 0.9, (precision, recall, f1)
+
+
+def test_most_named_family_counts_brands_models_and_chinese_controllers() -> None:
+    texts = pl.DataFrame(
+        {
+            "text": [
+                "FANUC 0i-MF 维修说明书：本机床亦可选配 SINUMERIK 828D。0i-F 报警一览",
+                "GSK980TDi 车床CNC 使用手册（广州数控）",
+                "Haas VF-2 operator's manual",
+                "润滑油位每班检查",
+            ]
+        }
+    )
+    found = texts.select(most_named_family(pl.col("text"))).to_series().to_list()
+    assert found == ["FANUC", "GSK", "HAAS", None]
