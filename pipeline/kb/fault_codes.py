@@ -1,8 +1,8 @@
 """Fault-code knowledge base: alarm tables found in manual sections, and vendor JSON/CSV tables.
 
 Manual layouts recognised inside a section body:
-- Markdown tables whose header names a code column and at least one of message / cause /
-  remedy (Chinese or English headers, see `HEADER_ALIASES`);
+- Markdown tables read as `pipeline.kb.tables` reads table blocks: the code column by content,
+  the others by zh/en/de header synonyms (`HEADER_ALIASES`) or by content;
 - blocks: a line `CODE message` (or `报警号：CODE` / `Alarm: CODE` plus `信息：message`)
   followed by labelled lines `原因：` / `Cause:`, `处理：` / `Remedy:`, `预防：` / `Prevention:`;
 - prevention notes in prose: `Prevention for alarm CODE: …` / `预防（CODE）：…`.
@@ -27,6 +27,7 @@ from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.kb.layouts import labelled_entries, split_codes
+from pipeline.kb.tables import table_entries
 from pipeline.text.alarm_codes import canonical_code, family_from_code
 from pipeline.text.language import detect_language
 from schemas.manuals import FAULT_CODE_SCHEMA, VendorTableSource
@@ -34,76 +35,17 @@ from schemas.manuals import FAULT_CODE_SCHEMA, VendorTableSource
 STAGE = "fault_codes"
 SOURCE_KIND = "fault_table"
 
-HEADER_ALIASES: dict[str, tuple[str, ...]] = {
-    "code": ("报警号", "报警代码", "报警编号", "故障代码", "故障码", "错误代码", "代码", "alarm",
-             "alarmno", "alarmnumber", "alarmcode", "errorcode", "faultcode", "errorno", "code",
-             "报警码", "错误码", "故障编号", "异常代码", "警报代码", "alarmid", "errorid",
-             "faultid", "errcode", "errno", "almno", "alm"),
-    "symptom": ("故障现象", "现象", "故障", "故障描述", "故障症状", "问题", "symptom", "symptoms",
-                "problem", "trouble", "fault", "condition"),
-    "message": ("报警信息", "报警内容", "报警名称", "报警文本", "信息", "内容", "名称", "message",
-                "text", "alarmtext", "alarmmessage", "title", "name", "报警名", "故障名称",
-                "错误信息", "错误名称", "警报名称", "警报内容", "msg", "errormessage", "errmsg",
-                "alarmname", "errorname", "faultname", "faultmessage", "faulttext"),
-    "description": ("说明", "描述", "详细说明", "报警说明", "含义", "description", "explanation",
-                    "meaning", "details", "报警描述", "错误描述", "desc", "detail"),
-    "cause": ("原因", "故障原因", "可能原因", "报警原因", "产生原因", "原因分析", "cause", "causes",
-              "possiblecause", "possiblecauses", "probablecause", "reason", "发生原因", "错误原因",
-              "reasons", "rootcause"),
-    "remedy": ("处理", "处理方法", "处理措施", "排除方法", "对策", "解决方法", "措施", "维修方法",
-               "处理办法", "remedy", "remedies", "action", "actions", "solution",
-               "countermeasure", "correctiveaction", "troubleshooting", "处理对策", "解决办法",
-               "解决措施", "排除措施", "处置方法", "处理建议", "对应方法", "measure", "measures",
-               "handling",
-               "handle", "fix", "resolution", "countermeasures", "correctiveactions"),
-    "effect": ("影响", "后果", "报警影响", "系统反应", "反应", "effect", "reaction", "consequence"),
-    "prevention": ("预防", "预防措施", "预防对策", "prevention", "preventiveaction"),
-    "_index": ("序号", "no", "number", "nr", "item", "#", "编号"),
-}  # fmt: skip
-_ALIAS = {alias: name for name, aliases in HEADER_ALIASES.items() for alias in aliases}
 FIELDS = ("code", "symptom", "message", "description", "cause", "remedy", "effect", "prevention")
-_DETAIL_FIELDS = {"message", "description", "cause", "remedy", "effect"}
 _CODE = r"[A-Z]{2}\s?\d{3,4}|\d{3,6}"
-_PREVENTION_FOR = re.compile(
+PREVENTION_FOR = re.compile(
     rf"^(?:prevention\s+for\s+alarm|预防\s*(?:报警)?)\s*[(（]?(?P<code>{_CODE})[)）]?\s*[:：]\s*"
     r"(?P<text>\S.*)$",
     re.I,
 )
 
 
-def fault_field(cell: str) -> str | None:
-    key = re.sub(r"[\s_.\-/()（）:：*]", "", cell).lower()
-    return _ALIAS.get(key) or ("_index" if key in {"#", "no", ""} else None)
-
-
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
-def _table_header(cells: list[str], body: list[list[str]]) -> list[str | None] | None:
-    """Field per column of an alarm or symptom table, or None when the table is neither.
-    A `No.`/`序号` column is the code in a table without one (FANUC/Haas lists), unless the table
-    is keyed by symptom or the column holds only running numbers."""
-    header = [fault_field(c) for c in cells]
-
-    def values(column: int) -> list[str]:
-        return [row[column] for row in body if column < len(row) and row[column]]
-
-    if "code" in header and "_index" in header and "message" not in header:
-        column = header.index("code")  # "Alarm" naming the alarm's text, beside a No. column
-        if not any(re.search(r"\d", v) for v in values(column)):
-            header[column] = "message"
-    if "code" not in header and "symptom" not in header and "_index" in header:
-        column = header.index("_index")
-        numbers = values(column)
-        if numbers and not all(re.fullmatch(r"\d{1,2}", v) for v in numbers):
-            header[column] = "code"
-    keys = set(header)
-    if not ({"code", "symptom"} & keys) or not (_DETAIL_FIELDS & keys):
-        return None
-    if "code" not in keys and not ({"cause", "remedy"} & keys):
-        return None  # a symptom column alone with a message is a glossary, not a fault table
-    return header
 
 
 def _table_rows(text: str, first_row: int) -> list[dict]:
@@ -122,15 +64,12 @@ def _table_rows(text: str, first_row: int) -> list[dict]:
         end = i + 2
         while end < len(lines) and lines[end].lstrip().startswith("|"):
             end += 1
-        body = [_cells(line) for line in lines[i + 2 : end]]
-        header = _table_header(_cells(lines[i]), body)
-        if header is not None:
-            for offset, cells in enumerate(body):
-                row = {"source_row": first_row + i + 2 + offset, "raw": lines[i + 2 + offset]}
-                for key, cell in zip(header, cells, strict=False):
-                    if key and not key.startswith("_") and cell:
-                        row[key] = cell
-                rows.append(row)
+        body = lines[i + 2 : end]
+        found = table_entries([_cells(line) for line in [lines[i], *body]], header_rows=1)
+        for entry in found[0] if found else []:
+            offset = entry.pop("row")
+            entry.update(source_row=first_row + i + 2 + offset, raw=body[offset])
+            rows.append(entry)
         i = end
     return rows
 
@@ -141,7 +80,7 @@ def _prevention_notes(text: str, first_row: int) -> list[dict]:
         {"source_row": first_row + i, "raw": line.strip(), "code": m.group("code"),
          "prevention": m.group("text")}
         for i, line in enumerate(text.split("\n"))
-        if (m := _PREVENTION_FOR.match(line.strip()))
+        if (m := PREVENTION_FOR.match(line.strip()))
     ]  # fmt: skip
 
 

@@ -2,10 +2,10 @@
 
 Each entry is a dict of raw strings: `code` (as printed, possibly combined or ranged, split
 later by `split_codes`), `symptom`, `message`, `description`, `cause`, `remedy`, `effect`,
-`prevention`, plus `source_row` and `raw` for lineage. Layouts:
+`prevention`, plus `source_row` and `raw` for lineage (tables: `pipeline.kb.tables`). The
+code shapes, labels, `code_start`, `classify_prose` and `split_codes` are shared with the block
+extractor (`pipeline.kb.text_blocks`). Layouts:
 
-- Markdown tables: a code column (报警号/Alarm/No.) or a symptom column (故障现象/Symptom/Problem)
-  with message/cause/remedy/effect columns;
 - labelled items: an entry start followed by labels (原因/可能原因/处理/措施/排除方法/影响/说明,
   Cause/Remedy/Action/Effect/Reaction/Explanation), each label its own field, lists below a label
   kept as items. An entry starts at a code line (`700016 Coolant pressure too low`, `报警号：1000`,
@@ -40,7 +40,7 @@ _CODE_START = re.compile(
 )
 _CUED_CODE = re.compile(rf"^{_CUE}{_PLACE}(?P<code>{CODE_GROUP})(?![A-Za-z0-9])")
 _BRACKET_CODE = re.compile(rf"^[【\[](?P<code>{CODE_GROUP})[】\]]\s*(?P<message>.{{0,100}})$")
-_BOLD = re.compile(r"^\*\*(?P<inner>[^*]+)\*\*\s*[:：]?\s*(?P<rest>.*)$")
+BOLD = re.compile(r"^\*\*(?P<inner>[^*]+)\*\*\s*[:：]?\s*(?P<rest>.*)$")
 _ITEM_NUMBER = r"(?:\d{1,2}[.、)）]|[（(]\d{1,2}[)）]|[①-⑳])"
 _NUMBERED = re.compile(rf"^{_ITEM_NUMBER}\s*(?P<title>\S.*)$")
 _BULLET = re.compile(rf"^(?:[-*•·]\s+|{_ITEM_NUMBER}\s*|[a-z][.)]\s+)")
@@ -53,40 +53,44 @@ LABELS: dict[str, tuple[str, ...]] = {
     "message": ("报警信息", "报警内容", "报警文本", "报警名称", "信息", "message", "alarmtext",
                 "text"),
     "description": ("说明", "描述", "详细说明", "报警说明", "含义", "解释", "description",
-                    "explanation", "meaning", "details", "detail"),
+                    "explanation", "meaning", "details", "detail", "beschreibung", "erläuterung",
+                    "erklärung", "bedeutung"),
     "cause": ("原因", "可能原因", "故障原因", "报警原因", "产生原因", "原因分析", "cause", "causes",
               "possiblecause", "possiblecauses", "probablecause", "probablecauses", "reason",
-              "reasons"),
+              "reasons", "causeoferror", "errorcause", "ursache", "fehlerursache"),
     "remedy": ("处理", "处理方法", "处理措施", "处理办法", "措施", "排除方法", "排除", "解决方法",
                "解决办法", "对策", "维修方法", "检修方法", "纠正措施", "remedy", "remedies",
                "action", "actions", "correctiveaction", "solution", "countermeasure",
-               "countermeasures", "troubleshooting", "whattodo", "fix"),
+               "countermeasures", "troubleshooting", "whattodo", "fix", "errorcorrection",
+               "abhilfe", "behebung", "fehlerbehebung", "maßnahme", "maßnahmen"),
     "effect": ("影响", "后果", "报警影响", "系统反应", "反应", "报警响应", "effect", "effects",
-               "reaction", "consequence", "consequences", "systemresponse", "response"),
+               "reaction", "consequence", "consequences", "systemresponse", "response",
+               "reaktion", "auswirkung"),
     "prevention": ("预防", "预防措施", "预防对策", "prevention", "preventiveaction",
-                   "preventivemaintenance"),
+                   "preventivemaintenance", "vorbeugung"),
     "_other": ("程序继续", "继续", "参数", "定义", "清除", "清除条件", "复位", "报警等级", "等级",
                "类别", "programcontinuation", "parameters", "parameter", "definitions",
                "definition", "clearing", "acknowledgement", "acknowledgment", "class", "level",
                "category", "identifier", "note", "notes", "注", "注意"),
 }  # fmt: skip
-_LABEL_FIELD = {word: name for name, words in LABELS.items() for word in words}
+LABEL_FIELD = {word: name for name, words in LABELS.items() for word in words}
 _LABEL = re.compile(
-    r"^(?:[-*•]\s*)?(?:\*\*|__)?[【\[]?(?P<label>[A-Za-z][A-Za-z ]{1,24}?|[\u4e00-\u9fff]{1,6})"
+    r"^(?:[-*•]\s*)?(?:\*\*|__)?[【\[]?"
+    r"(?P<label>[A-Za-zÄÖÜäöü][A-Za-zÄÖÜäöüß ]{1,24}?|[\u4e00-\u9fff]{1,6})"
     r"[】\]]?(?:\*\*|__)?\s*(?P<sep>[:：]|\s*$)\s*(?:\*\*|__)?\s*(?P<text>.*)$"
 )
-_QUANTITY = re.compile(r"^[\d.,%°℃]|^(?:mm|rpm|年|月|日|时|分|秒|次|个|件)")
+QUANTITY = re.compile(r"^[\d.,%°℃]|^(?:mm|rpm|年|月|日|时|分|秒|次|个|件)")
 _CONTENT = ("cause", "remedy", "effect", "prevention", "description")
 
 # Unlabelled sentences after a bold/heading code: instructions are remedies, explanations causes.
-_REMEDY_SENTENCE = re.compile(
+REMEDY_SENTENCE = re.compile(
     r"^(?:请|应|需|先|再|然后)?(?:检查|更换|确认|清洁|清理|调整|复位|紧固|联系|补充|加注|重新|拆下|"
     r"测量|修复|排除|清除|校正|修改|设定|设置|恢复|按下|断开|接通|核对|排查|疏通|润滑)"
     r"|^(?i:check|replace|verify|confirm|clean|adjust|reset|inspect|tighten|contact|make sure|"
     r"ensure|refill|fill|top up|remove|repair|restore|set|measure|press|call|turn|clear|lubricate|"
     r"re-?)"
 )
-_CAUSE_SENTENCE = re.compile(
+CAUSE_SENTENCE = re.compile(
     r"可能是|可能由|由于|原因是|导致|引起|造成|因为"
     r"|(?i:caused by|because|due to|may be|might be|can be|could be|possible cause|occurs? when|"
     r"occurs? if|indicates? that|is generated when|this alarm is issued)"
@@ -99,7 +103,7 @@ def label_of(line: str) -> tuple[str, str] | None:
     m = _LABEL.match(line)
     if not m:
         return None
-    field = _LABEL_FIELD.get(re.sub(r"\s", "", m.group("label")).lower())
+    field = LABEL_FIELD.get(re.sub(r"\s", "", m.group("label")).lower())
     if field is None:
         return None
     if not m.group("sep").strip() and m.group("text"):
@@ -107,7 +111,7 @@ def label_of(line: str) -> tuple[str, str] | None:
     return field, m.group("text").strip().strip("*_").strip()
 
 
-def _code_start(line: str, strict: bool) -> tuple[str, str] | None:
+def code_start(line: str, strict: bool) -> tuple[str, str] | None:
     """(code, message) when a line starts an entry with a code. `strict`: a bare number needs
     a cue word or a message that is text, not a quantity."""
     for rx in (_BRACKET_CODE, _CODE_START):
@@ -120,7 +124,7 @@ def _code_start(line: str, strict: bool) -> tuple[str, str] | None:
         digits_only = re.fullmatch(r"[\d\s/、,，;；&+~～〜–—-]+", code) is not None
         cued = _CUED_CODE.match(line) is not None or rx is _BRACKET_CODE
         if digits_only and not cued:
-            if not message or _QUANTITY.match(message):
+            if not message or QUANTITY.match(message):
                 return None
             if strict and len(message) > 60:
                 return None
@@ -132,7 +136,7 @@ def _code_start(line: str, strict: bool) -> tuple[str, str] | None:
     return None
 
 
-def _join(previous: str, line: str) -> str:
+def join_text(previous: str, line: str) -> str:
     """Append a continuation line: list items on their own line, wrapped text joined."""
     if not previous:
         return line
@@ -143,15 +147,15 @@ def _join(previous: str, line: str) -> str:
     return previous + sep + line
 
 
-def _classify_prose(entry: dict, text: str) -> None:
+def classify_prose(entry: dict, text: str) -> None:
     """Unlabelled paragraph text of a bold/heading entry -> remedy, cause or description."""
     for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
         if not sentence or _DECORATIVE.match(sentence):
             continue
         stripped = _BULLET.sub("", sentence)
-        if _REMEDY_SENTENCE.match(stripped):
+        if REMEDY_SENTENCE.match(stripped):
             field = "remedy"
-        elif _CAUSE_SENTENCE.search(stripped):
+        elif CAUSE_SENTENCE.search(stripped):
             field = "cause"
         else:
             field = "description"
@@ -164,13 +168,13 @@ def labelled_entries(text: str, first_row: int, heading: str) -> list[dict]:
     `heading` is the section's own title: a code there starts an entry at the body's top.
     """
     reader = _SectionReader(text.split("\n"), first_row)
-    if (heading_code := _code_start(heading.strip(), strict=False)) is not None:
+    if (heading_code := code_start(heading.strip(), strict=False)) is not None:
         reader.start(first_row, heading, code=heading_code[0], message=heading_code[1])
         reader.prose = True
     for i, line in enumerate(reader.lines):
         reader.read(i, line.strip())
     for entry in reader.entries:
-        _classify_prose(entry, entry.pop("_prose", ""))
+        classify_prose(entry, entry.pop("_prose", ""))
     return [e for e in reader.entries if any(e.get(k) for k in _CONTENT)]
 
 
@@ -213,8 +217,8 @@ class _SectionReader:
 
     def _bold_code(self, row: int, stripped: str) -> bool:
         """A code in bold (`**EX2201 TOOL CLAMP PRESSURE LOW**`) starts a prose entry."""
-        bold = _BOLD.match(stripped)
-        if not bold or not (found := _code_start(bold.group("inner").strip(), strict=False)):
+        bold = BOLD.match(stripped)
+        if not bold or not (found := code_start(bold.group("inner").strip(), strict=False)):
             return False
         entry = self.start(row, stripped, code=found[0], message=found[1])
         self.field, self.prose = None, True
@@ -239,12 +243,12 @@ class _SectionReader:
             return True
         if (
             name == "message"
-            and (code := _code_start(rest, strict=False))
+            and (code := code_start(rest, strict=False))
             and not current.get("code")
         ):
             current["code"], rest = code
         self.field = name
-        current[name] = _join(current.get(name, ""), rest) if rest else current.get(name, "")
+        current[name] = join_text(current.get(name, ""), rest) if rest else current.get(name, "")
         current["raw"] += "\n" + stripped
         self.prose = False
         return True
@@ -253,7 +257,7 @@ class _SectionReader:
         """Outside a field's list: a code line, or a numbered title that labels follow,
         starts an entry."""
         numbered = _NUMBERED.match(stripped)
-        found = _code_start(numbered.group("title") if numbered else stripped, strict=True)
+        found = code_start(numbered.group("title") if numbered else stripped, strict=True)
         if found:
             self.start(row, stripped, code=found[0], message=found[1])
             standalone = i == 0 or not self.lines[i - 1].strip()
@@ -277,10 +281,10 @@ class _SectionReader:
         if self.current is None:
             return
         if self.field is not None:
-            self.current[self.field] = _join(self.current.get(self.field, ""), stripped)
+            self.current[self.field] = join_text(self.current.get(self.field, ""), stripped)
             self.current["raw"] += "\n" + stripped
         elif self.prose:
-            self.current["_prose"] = _join(self.current.get("_prose", ""), stripped)
+            self.current["_prose"] = join_text(self.current.get("_prose", ""), stripped)
             self.current["raw"] += "\n" + stripped
 
 
@@ -319,10 +323,14 @@ def split_codes(cell: str, family: str | None, max_range: int = 256) -> list[str
     return list(dict.fromkeys(codes))
 
 
+# A range end: a prefix (letters, or a Mitsubishi class `S02 `) and the number counted on.
+_RANGE_END = re.compile(r"(?P<prefix>[SMYZPLTU]\d{2}[ -](?=\d{4}$)|[A-Z]*[ -]?)(?P<number>\d+)")
+
+
 def _expand(first: str, last: str, max_range: int) -> list[str] | None:
-    """The codes after `first` up to `last` (`last` may omit the prefix: SV0401~0405)."""
-    m = re.fullmatch(r"(?P<prefix>[A-Z]*[ -]?)(?P<number>\d+)", first)
-    n = re.fullmatch(r"(?P<prefix>[A-Z]*[ -]?)(?P<number>\d+)", last)
+    """The codes after `first` up to `last` (`last` may omit the prefix: SV0401~0405,
+    Mitsubishi S02 2219~2221)."""
+    m, n = _RANGE_END.fullmatch(first), _RANGE_END.fullmatch(last)
     if not m or not n or (n.group("prefix") and n.group("prefix") != m.group("prefix")):
         return None
     lo, hi = int(m.group("number")), int(n.group("number"))

@@ -36,11 +36,11 @@ from pipeline.kb.fault_codes import (
     FIELDS,
     SOURCE_KIND,
     STAGE,
-    fault_field,
     finish_entries,
     one_row_per_code,
     read_vendor_table,
 )
+from pipeline.kb.tables import header_key
 from pipeline.text.alarm_codes import family_of
 from schemas.ingest import IngestConfig
 from schemas.manuals import FAULT_CODE_SCHEMA, ManualsConfig, VendorTableSource
@@ -113,11 +113,11 @@ def field_of(header: str) -> tuple[str, str | None] | None:
     parts = header.split(".")
     languages = [_LANGUAGES[_key(p)] for p in parts[:-1] if _key(p) in _LANGUAGES]
     leaf = parts[-1]
-    found = fault_field(leaf)
+    found = _field(leaf)
     if found is None:
         for pattern in _TAGGED:
             m = pattern.match(leaf.strip())
-            if m and (found := fault_field(m["rest"])) is not None:
+            if m and (found := _field(m["rest"])) is not None:
                 languages.append(_LANGUAGES[_key(m["lang"])])
                 break
     if found is None:
@@ -302,7 +302,7 @@ def _label(line: str) -> tuple[str, str, bool] | None:
     if m is None:
         return None
     name = m["dollar"] or m["colon"]
-    found = fault_field(name)
+    found = _field(name)
     if found is None or found not in {*_DETAIL, "prevention"}:
         return None
     return found, m["text"].strip(), m["dollar"] is not None
@@ -575,3 +575,8 @@ def read_fault_tables(files: list[tuple[Path, str]], root: Path, cfg: ManualsCon
         read=sum(r.counters["read"] for r in results) + len(problems),
         files=len(files),
     )
+
+
+def _field(cell: str) -> str | None:
+    """The field a header cell names; a blank header is a running-number column."""
+    return header_key(cell) or ("_index" if not re.sub(r"[\s_.\-/()（）:：*]", "", cell) else None)

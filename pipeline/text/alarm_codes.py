@@ -46,6 +46,31 @@ def family_of(model: pl.Expr) -> pl.Expr:
     return out
 
 
+# Controllers a manual may name beyond FAMILIES (their codes are bare numbers: FAMILY:1010).
+_OTHER_CONTROLLERS = {
+    "MAZAK": r"mazak|mazatrol|马扎克",
+    "OKUMA": rf"okuma|大隈|{B}OSP-?P\d",
+    "GSK": rf"{B}GSK|广州数控|广数",
+    "KND": rf"{B}KND|凯恩帝",
+    "HNC": rf"{B}HNC-?\d|华中数控",
+    "SYNTEC": r"syntec|新代",
+}
+
+
+def most_named_family(text: pl.Expr) -> pl.Expr:
+    """The controller family `text` names most often (FAMILIES, then Mazak, Okuma and the
+    Chinese controllers GSK/KND/HNC/Syntec; ties: that order); null when it names none."""
+    patterns = {**_FAMILY_PATTERNS, **_OTHER_CONTROLLERS}
+    counts = {
+        name: text.str.count_matches(f"(?i){rx}").fill_null(0) for name, rx in patterns.items()
+    }
+    best = pl.max_horizontal(*counts.values())
+    out = pl.lit(None, dtype=pl.String)
+    for name in reversed(patterns):
+        out = pl.when((counts[name] == best) & (best > 0)).then(pl.lit(name)).otherwise(out)
+    return out
+
+
 def _hint_family(hint: pl.Expr) -> pl.Expr:
     """A known family from a hint, or the hint itself when it is already a family token."""
     token = hint.str.strip_chars().str.to_uppercase()

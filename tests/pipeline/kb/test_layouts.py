@@ -276,11 +276,28 @@ def test_merge_keeps_symptom_rows_apart_from_coded_rows(tmp_path: Path) -> None:
 | Symptom | Cause | Remedy |
 | --- | --- | --- |
 | Chatter | Worn insert | Replace insert |
+| Poor finish | Dull insert | Replace insert |
 | Chatter | Loose tool holder | Clean the taper |
 """
     merged = merge_knowledge_base(kb(tmp_path, text))
-    assert merged.kept["causes"].to_list() == [["Worn insert", "Loose tool holder"]]
+    assert merged.kept["causes"].to_list() == [
+        ["Worn insert", "Loose tool holder"],
+        ["Dull insert"],
+    ]
     assert merged.counters["rejected_merged_duplicate_code"] == 1
+
+
+def test_consecutive_rows_of_one_key_are_one_entry(tmp_path: Path) -> None:
+    text = """# Guide
+
+| Symptom | Cause | Remedy |
+| --- | --- | --- |
+| Chatter | Worn insert | Replace insert |
+| Chatter | Loose tool holder | Clean the taper |
+"""
+    frame = kb(tmp_path, text)  # a merged cell repeated on each row it spans
+    assert frame["causes"].to_list() == [["Worn insert", "Loose tool holder"]]
+    assert frame["remedies"].to_list() == [["Replace insert", "Clean the taper"]]
 
 
 def test_provenance_files_are_not_pretraining_text_and_pii_is_redacted(tmp_path: Path) -> None:

@@ -11,7 +11,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.text.alarm_codes import extract_alarm_codes, family_from_code, family_of
+from pipeline.text.alarm_codes import (
+    extract_alarm_codes,
+    family_from_code,
+    family_of,
+    most_named_family,
+)
 from schemas.normalize import NormalizeConfig
 
 DATA = Path(__file__).parents[1] / "data"
@@ -138,3 +143,18 @@ def test_fanuc_robot_family_from_model_and_code() -> None:
     df = pl.DataFrame({"m": ["FANUC R-30iB", "FANUC 30i-B", None], "c": ["SRVO-050", "SV401", "x"]})
     got = df.select(family_of(pl.col("m")), family_from_code(pl.col("c")).alias("c")).rows()
     assert got == [("FANUC_ROBOT", "FANUC_ROBOT"), ("FANUC", "FANUC"), (None, None)]
+
+
+def test_most_named_family_counts_brands_models_and_chinese_controllers() -> None:
+    texts = pl.DataFrame(
+        {
+            "text": [
+                "FANUC 0i-MF 维修说明书：本机床亦可选配 SINUMERIK 828D。0i-F 报警一览",
+                "GSK980TDi 车床CNC 使用手册（广州数控）",
+                "Haas VF-2 operator's manual",
+                "润滑油位每班检查",
+            ]
+        }
+    )
+    found = texts.select(most_named_family(pl.col("text"))).to_series().to_list()
+    assert found == ["FANUC", "GSK", "HAAS", None]
