@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class InputFile(BaseModel):
@@ -103,6 +103,61 @@ class QuarantinedFile(BaseModel):
     detail: str
 
 
+class MissingCode(BaseModel):
+    """An alarm code seen in alarm logs or work orders that the knowledge base has no entry for."""
+
+    code: str = Field(description="canonical FAMILY:CODE")
+    incidents: int = Field(description="alarm-log incidents that cite the code")
+    workorders: int = Field(
+        description="work-order rows read (kept or rejected) that cite the code"
+    )
+    seen: int = Field(description="incidents + workorders")
+
+
+class FamilyCoverage(BaseModel):
+    """How well the knowledge base covers one code family (the FAMILY of FAMILY:CODE).
+    Codes are counted distinct: seen = covered + missing, kb_codes = covered + never_seen."""
+
+    family: str = Field(description="code family; UNKNOWN for codes read without one")
+    kb_codes: int = Field(description="distinct codes with a knowledge-base entry")
+    seen: int = Field(description="distinct codes cited by an incident or a work order")
+    covered: int = Field(description="codes seen that have an entry")
+    missing: int = Field(description="codes seen that have no entry: the manual to add")
+    never_seen: int = Field(description="codes with an entry that no incident or work order cites")
+    incidents: int = Field(description="alarm-log incidents of the family")
+    incidents_without_entry: int = Field(
+        description="incidents none of whose codes has an entry (no sample is made of them)"
+    )
+    top_missing: list[MissingCode] = Field(
+        description="the missing codes seen most often (at most `KbCoverage.top_n`), most first"
+    )
+    never_seen_codes: list[str] = Field(
+        description="the first codes (in code order, at most `KbCoverage.top_n`) never seen"
+    )
+
+    @model_validator(mode="after")
+    def _adds_up(self) -> FamilyCoverage:
+        if self.covered + self.missing != self.seen or (
+            self.covered + self.never_seen != self.kb_codes
+        ):
+            raise ValueError(f"coverage does not add up: {self.model_dump()}")
+        return self
+
+
+class KbCoverage(BaseModel):
+    """Per code family: the alarm codes seen in alarm logs and work orders that the fault-code
+    knowledge base (fault_codes/) lacks, the entries never seen, the incidents without an
+    entry. Alarm logs count by incident (the incidents table's `codes`); work orders count
+    every row read, kept or rejected: kept rows by their `alarm_codes`, rejected rows by the
+    `alarm_codes` of their reject payload (a row rejected before normalization, such as
+    `malformed_row`, has none); a row citing a code twice counts once."""
+
+    top_n: int = Field(description="most codes listed per family in each list")
+    families: list[FamilyCoverage] = Field(
+        description="one entry per family seen or in the knowledge base, most missing codes first"
+    )
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -119,6 +174,9 @@ class Manifest(BaseModel):
     rows kept and rejected."""
     refresh: RefreshSummary
     quarantined: list[QuarantinedFile] = []
+    kb_coverage: KbCoverage | None = Field(
+        None, description="knowledge-base coverage per code family (None in older manifests)"
+    )
     outputs: list[OutputFile]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.stage import empty_rejects
+from pipeline.kb.coverage import CodeTally, kb_coverage, sample_code_counts
 from pipeline.kb.tool_samples import tool_use_samples
 from pipeline.publish.counts import counts_by_file, headline_counts, summed_counters
 from pipeline.publish.ledger import LEDGER_SCHEMA, RefreshPlan
@@ -33,6 +34,7 @@ from schemas import arrow
 from schemas.config import PipelineConfig
 from schemas.manifest import (
     InputFile,
+    KbCoverage,
     Manifest,
     QuarantinedFile,
     RefreshSummary,
@@ -97,7 +99,7 @@ def publish_snapshot(
     (counts: `pipeline.publish.counts`)."""
     parts = _Parts.of(runs, previous, state, cfg.execution.shard_rows)
     with SnapshotWriter(out, cfg.publish, new_snapshot_id()) as writer:
-        sft, plan = _write_tables(writer, parts, cfg)
+        sft, plan, coverage = _write_tables(writer, parts, cfg)
         _write_state(writer, parts, runs)
         manifest = Manifest(
             snapshot_id=writer.snapshot_id,
@@ -112,6 +114,7 @@ def publish_snapshot(
             | {"sft_tools": sft.tool_counters},
             refresh=_refresh_summary(runs, state),
             quarantined=_quarantined_files(parts.quarantined),
+            kb_coverage=coverage,
             outputs=writer.outputs,
         )
         manifest = manifest.model_copy(update={"outputs": writer.outputs})
@@ -167,9 +170,10 @@ class _Parts:
 
 def _write_tables(
     writer: SnapshotWriter, parts: _Parts, cfg: PipelineConfig
-) -> tuple[_SftSummary, Plan]:
+) -> tuple[_SftSummary, Plan, KbCoverage]:
     """The SFT and tool-use samples, the other tables, the rejects, the plan and the
-    trainer configurations."""
+    trainer configurations; the knowledge-base coverage of the work orders they hold and
+    of the incidents."""
     tables = parts.tables
     tools_out = writer.open_stream("sft_tools", arrow.SFT_TOOLS)
     sft = _write_sft(writer, parts.sft, tables.get("fault_codes"), cfg, tools_out)
@@ -181,12 +185,17 @@ def _write_tables(
         if name in tables:
             writer.write_table(name, tables[name], schema)
     rejects = (_redacted_rejects(c, cfg) for c in sorted_chunks(parts.rejects, REJECT_ORDER))
-    writer.write_stream("rejects", rejects, arrow.REJECTS)
+    workorder_codes = CodeTally()
+    writer.write_stream("rejects", workorder_codes.rejects(rejects), arrow.REJECTS)
     tools_out.close()
     plan = plan_snapshot(sft.tokens, tables.get("pretrain"), cfg.plan, sft.tool_tokens)
     writer.write_json("plan.json", plan.model_dump(mode="json"))
     write_trainer_configs(writer, plan, cfg.plan, cfg.trainer)
-    return sft, plan
+    workorder_codes.add(sft.workorder_codes)
+    coverage = kb_coverage(
+        tables.get("fault_codes"), tables.get("incidents"), workorder_codes.counts
+    )
+    return sft, plan, coverage
 
 
 def _write_state(writer: SnapshotWriter, parts: _Parts, runs: list[SourceRun]) -> None:
@@ -233,6 +242,7 @@ class _SftSummary:
     tool_tokens: pl.DataFrame  # n_tokens of every tool-use sample
     tool_counters: dict[str, int]
     digest: SampleDigest
+    workorder_codes: pl.DataFrame  # code, workorders: work-order rows citing it
 
 
 def _write_sft(
@@ -244,14 +254,16 @@ def _write_sft(
 ) -> _SftSummary:
     """Write the SFT rows a chunk at a time (a shard, or a carried kind's files), and their
     tool-use samples (a row's sample depends on that row alone) into `tools_out`; only the
-    token lengths and the report's digest are kept."""
+    token lengths, the report's digest and the work orders per alarm code are kept."""
     sft_out = writer.open_stream("sft", arrow.SFT, partition_by="tier")
     tokens: list[pl.DataFrame] = []
     tool_tokens: list[pl.DataFrame] = []
     counters: list[dict[str, int]] = []
     digests: list[SampleDigest] = []
+    codes = CodeTally()
     for chunk in _sft_chunks(pieces):
         sft_out.write(chunk)
+        codes.add(sample_code_counts(chunk))
         tokens.append(chunk.select("tier", "n_tokens"))
         tools = tool_use_samples(chunk, knowledge_base, cfg.tokens, cfg.tool_samples)
         tools_out.write(tools.kept)
@@ -262,7 +274,11 @@ def _write_sft(
             digests = [digests[0].merge(digests[1])]
     sft_out.close()
     return _SftSummary(
-        pl.concat(tokens), pl.concat(tool_tokens), summed_counters(counters), digests[0]
+        pl.concat(tokens),
+        pl.concat(tool_tokens),
+        summed_counters(counters),
+        digests[0],
+        codes.counts,
     )
 
 

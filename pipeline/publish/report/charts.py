@@ -12,8 +12,8 @@ from html import escape
 import polars as pl
 
 from pipeline.publish.report.data import cdf_points, tier_totals
-from pipeline.publish.report.markup import Cell, Raw, muted, table
-from schemas.manifest import StageCounts
+from pipeline.publish.report.markup import Cell, Raw, muted, pct, table
+from schemas.manifest import FamilyCoverage, StageCounts
 from schemas.plan import GpuFit, Plan
 
 CORPUS_COLORS = {
@@ -68,6 +68,21 @@ def _funnel_table(rows: list[tuple[str, StageCounts]]) -> str:
         for stage, st in rows
     ]
     return table(["stage", "read", "kept", "rejected", "reasons", "kept | rejected"], cells)
+
+
+def coverage_table(families: Sequence[FamilyCoverage]) -> str:
+    """Per code family: knowledge-base codes, codes seen, covered, missing and never seen,
+    incidents with and without an entry; a covered | missing bar of the codes seen."""
+    top = max((f.seen for f in families), default=0)
+    head = ["family", "KB codes", "seen", "covered", "missing", "never seen", "incidents",
+            "incidents without entry", "covered share", "covered | missing"]  # fmt: skip
+    rows = [
+        [f.family, f.kb_codes, f.seen, f.covered, f.missing, f.never_seen, f.incidents,
+         f.incidents_without_entry, pct(f.covered, f.seen),
+         Raw(bar([(f.covered, KEPT), (f.missing, REJECTED)], top))]
+        for f in families
+    ]  # fmt: skip
+    return table(head, rows)
 
 
 def tiers(sft_tokens: pl.DataFrame) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.text.pii import redact_pii
-from schemas.manifest import Manifest
+from schemas.manifest import KbCoverage, Manifest
 
 CDF_POINTS = 200  # most points one CDF polyline carries
 TOP_N = 10  # alarm codes and machines listed
@@ -177,3 +177,25 @@ def incidents_per_machine(inc: pl.DataFrame) -> pl.DataFrame:
         .sort(["len", "machine"], descending=[True, False])
         .with_columns(pl.col("first_at", "last_at").dt.to_string("%Y-%m-%d %H:%M"))
     )
+
+
+def top_missing_codes(coverage: KbCoverage) -> list[tuple[str, int, int, int]]:
+    """The TOP_N codes without a knowledge-base entry seen most often, over all families:
+    (code, seen, incidents, work orders), most seen first (ties by code)."""
+    codes = [m for f in coverage.families for m in f.top_missing]
+    codes.sort(key=lambda m: (-m.seen, m.code))
+    return [(m.code, m.seen, m.incidents, m.workorders) for m in codes[:TOP_N]]
+
+
+def never_seen_codes(coverage: KbCoverage) -> list[tuple[str, str]]:
+    """Per family with entries no incident or work order cites: ("FAMILY (n)", the codes
+    listed, `…` where there are more than the manifest lists)."""
+    return [
+        (
+            f"{f.family} ({f.never_seen})",
+            ", ".join(f.never_seen_codes)
+            + (" …" if f.never_seen > len(f.never_seen_codes) else ""),
+        )
+        for f in coverage.families
+        if f.never_seen
+    ]

@@ -16,11 +16,13 @@ from pipeline.publish.report.data import (
     SampleDigest,
     corpora,
     incidents_per_machine,
+    never_seen_codes,
     tier_rows,
     timeline_incidents,
+    top_missing_codes,
 )
 from pipeline.publish.report.markup import dl, muted, pct, section, table
-from schemas.manifest import Manifest
+from schemas.manifest import KbCoverage, Manifest
 from schemas.plan import Plan
 
 _CSS = """
@@ -68,6 +70,7 @@ def render_report(
         section("trend", "Trend across refreshes", _trend([*history, manifest])),
         section("top", "Top alarm codes and machines", _top(samples)),
         section("timeline", "Incident timeline per machine", _timeline(incidents)),
+        section("kb_coverage", "Knowledge-base coverage", _kb_coverage(manifest.kb_coverage)),
         section("examples", "Example samples per tier (redacted)", _examples(samples)),
         "<h2>Inputs</h2>" + _inputs(manifest),
         "<h2>Other sources</h2>" + _other_sources(manifest),
@@ -171,6 +174,28 @@ def _timeline(incidents: pl.DataFrame | None) -> str:
     inc, lanes = timeline_incidents(incidents)
     head = ["machine", "incidents", "raises", "first", "last"]
     return charts.timeline_chart(inc, lanes) + table(head, incidents_per_machine(inc).rows())
+
+
+def _kb_coverage(coverage: KbCoverage | None) -> str:
+    """Per family, the codes seen against the fault-code table; the codes seen most that lack
+    an entry (the manuals to add); the entries no incident or work order cites."""
+    if coverage is None:
+        return muted("no coverage figures in this manifest")
+    if not coverage.families:
+        return muted("no alarm codes seen and no knowledge-base entries")
+    never = never_seen_codes(coverage)
+    return (
+        "<p>Distinct alarm codes cited by alarm-log incidents and by work orders read (kept or"
+        " rejected), against the fault-code knowledge base. Missing codes name the manual or"
+        " vendor table to add.</p>"
+        + charts.coverage_table(coverage.families)
+        + "<h3>Codes seen most that have no entry</h3>"
+        + bar_table(
+            ["code", "seen", "incidents", "work orders"], top_missing_codes(coverage), REJECTED
+        )
+        + "<h3>Entries never seen</h3>"
+        + (dl(never) if never else muted("none: every entry is cited"))
+    )
 
 
 def _examples(samples: SampleDigest | None) -> str:

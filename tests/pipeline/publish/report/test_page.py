@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from pipeline.publish.report.page import render_report
+from schemas.manifest import FamilyCoverage, KbCoverage, MissingCode
 from schemas.plan import Plan
 from tests.pipeline.publish.report.fixtures import manifest, plan, tokens
 
@@ -81,5 +82,42 @@ def test_run_that_kept_nothing_still_renders() -> None:
     parser.feed(page)
     assert parser.errors == [] and parser.stack == []
     assert "no token counts" in page and 'class="cdf"' not in page
-    for key in ("trend", "top", "timeline", "examples"):
+    for key in ("trend", "top", "timeline", "kb_coverage", "examples"):
         assert f'<section id="{key}">' in page
+    assert "no coverage figures in this manifest" in page
+
+
+def _coverage() -> KbCoverage:
+    def family(name: str, kb: int, missing: list[tuple[str, int, int]], never: list[str]):
+        return FamilyCoverage(
+            family=name, kb_codes=kb, seen=kb - len(never) + len(missing),
+            covered=kb - len(never), missing=len(missing), never_seen=len(never),
+            incidents=sum(i for _, i, _ in missing), incidents_without_entry=1,
+            top_missing=[MissingCode(code=c, incidents=i, workorders=w, seen=i + w)
+                         for c, i, w in missing],
+            never_seen_codes=never,
+        )  # fmt: skip
+
+    return KbCoverage(
+        top_n=20,
+        families=[
+            family("FANUC", 8, [("FANUC:OT0500", 1, 1), ("FANUC:SV0411", 0, 3)], ["FANUC:EX1005"]),
+            family("HAAS", 0, [("HAAS:<b>108</b>", 0, 6)], []),
+        ],
+    )
+
+
+def test_coverage_section_lists_families_and_the_codes_seen_most_without_an_entry() -> None:
+    sft, pretrain = tokens()
+    m = manifest().model_copy(update={"kb_coverage": _coverage()})
+    page = render_report(m, plan(sft, pretrain), sft, pretrain)
+    start = page.index('<section id="kb_coverage">')
+    section = page[start : page.index("</section>", start)]
+    # FANUC: 8 KB codes, 9 seen, 7 covered, 2 missing, 1 never seen, 1 incident, 1 without
+    assert "<td>FANUC</td>" + "".join(f'<td class="n">{n}</td>' for n in (8, 9, 7, 2, 1)) in (
+        section
+    )
+    top = [section.index(c) for c in ("HAAS:&lt;b&gt;108", "FANUC:SV0411", "FANUC:OT0500")]
+    assert top == sorted(top)  # most seen first, over the families
+    assert "<b>108" not in section
+    assert "<dt>FANUC (1)</dt><dd>FANUC:EX1005</dd>" in section
