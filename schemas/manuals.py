@@ -94,6 +94,7 @@ class ManualsConfig(BaseModel):
             ManualSource(pattern="**/*.md", format="markdown"),
             ManualSource(pattern="**/*.txt", format="text"),
             ManualSource(pattern="**/*.pdf", format="pdf"),
+            ManualSource(pattern="**/*.html", format="html"),
         ],
         description="per-file reading of manuals, matched by `pattern` (first match wins); "
         "applied only when set in the configuration: then a matching file is read as a manual "

@@ -4,10 +4,10 @@ layout), a manual, or a file to skip (and why).
 Order: notes by name (README, LICENSE, SOURCE, ...) are skipped; binary signatures decide PDF
 manuals, XLSX work orders and the archives and legacy Office files we do not read; text is
 decoded (configured encoding, else detected) and tried as an alarm log of each known layout,
-then as JSON / JSONL records, a Markdown document, a delimited table (work orders), and plain
-text (a manual). The file's suffix only breaks ties: a `.log` or `.shdr` file in no known
-layout is skipped rather than read as a manual, configuration and source-code
-files are skipped, and so are unknown suffixes holding no table.
+then as an HTML document (by its first markup), JSON / JSONL records, a Markdown document, a
+delimited table (work orders), and plain text (a manual). The file's suffix only breaks ties:
+a `.log` or `.shdr` file in no known layout is skipped rather than read as a manual,
+configuration and source-code files are skipped, and so are unknown suffixes holding no table.
 
 One rule tells a skipped file from a broken one. A file is *skipped* (with a reason) when it
 is not something we read: notes, other formats, text that is none of the kinds. It is
@@ -38,6 +38,11 @@ _LICENCE_TEXT = re.compile(
     r"apache license,?\s+version|^\s*mit license|creative commons (?:attribution|legal code)|"
     r"redistribution and use in source and binary forms"
 )
+# An HTML document by its first markup (a BOM, blanks, an XML declaration or comments before).
+_HTML = re.compile(
+    r"(?is)^\ufeff?\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*"
+    r"<(?:!doctype\s+html|html|head|body|table|h[1-6]|div|p)[\s>]"
+)
 _LOG_SUFFIXES = {".log", ".shdr", ".alm", ".his"}
 _TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ""}
 _TABLE_SUFFIXES = {".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".dat", ""}
@@ -62,8 +67,8 @@ _BROKEN_KINDS: dict[str, tuple[str, ...]] = {
 @dataclass(frozen=True)
 class Sniffed:
     """`kind`: workorder, alarm_log, manual, skip or broken; `layout`: the reader's format
-    (csv, xlsx, json, jsonl; one of the alarm-log layouts; markdown, text, pdf); `reason`: why
-    skipped or broken; `meant`: for a broken file, the kinds its suffix stands for."""
+    (csv, xlsx, json, jsonl; one of the alarm-log layouts; markdown, text, pdf, html);
+    `reason`: why skipped or broken; `meant`: for a broken file, the kinds its suffix stands for."""
 
     kind: str
     layout: str | None = None
@@ -214,8 +219,10 @@ def _by_text(text: str, complete: bool, name: str, suffix: str, expect: str | No
 
 
 def _document_kind(text: str, lines: list[str], complete: bool, suffix: str) -> Sniffed:
-    """JSON records or a delimited table (work orders), Markdown or prose (a manual), or a
-    file to skip."""
+    """An HTML document, JSON records or a delimited table (work orders), Markdown or prose
+    (a manual), or a file to skip."""
+    if suffix not in {".md", ".markdown"} and _HTML.match(text[:2048]):
+        return Sniffed("manual", "html")
     if text.lstrip()[:1] in "[{" and suffix in _TABLE_SUFFIXES:
         # JSON that does not parse goes to its reader all the same: it names the line
         lines_kind = "jsonl" if suffix in {".jsonl", ".ndjson"} else "json"

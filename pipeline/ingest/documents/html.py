@@ -44,8 +44,12 @@ _HIDDEN_SOURCE = re.compile(r"(?is)<(script|style)\b.*?</\1\s*>|<!--.*?-->")
 def _text(node: Any) -> str:
     """An element's text: whitespace collapsed, `<br>` a line break."""
     raw = node.text(deep=True, separator="") if node.tag != "-text" else node.text_content
-    lines = raw.replace(_BREAK, "\n").split("\n")
-    return "\n".join(" ".join(line.split()) for line in lines).strip()
+    return _collapse(raw)
+
+
+def _collapse(raw: str) -> str:
+    """Whitespace runs as one space; a `<br>` as a line break."""
+    return "\n".join(" ".join(line.split()) for line in raw.split(_BREAK)).strip()
 
 
 def _number_rows(tree: Any, html: str) -> dict[int, int]:
@@ -88,7 +92,7 @@ def _drop_boilerplate(tree: Any) -> None:
 
 def _grid(table: Any) -> tuple[list[list[str]], int]:
     """A table's rows with spans resolved, and its number of header rows."""
-    rows = [tr for tr in table.css("tr") if _owner(tr) is table]
+    rows = [tr for tr in table.css("tr") if _owner(tr) == table.mem_id]
     grid: list[list[str]] = []
     pending: dict[tuple[int, int], str] = {}
     header_rows, body_seen = 0, False
@@ -122,11 +126,12 @@ def _span(cell: Any, name: str) -> int:
     return min(int(value), 100) if value.isdigit() and int(value) > 0 else 1
 
 
-def _owner(tr: Any) -> Any:
+def _owner(tr: Any) -> int | None:
+    """The id of the table a row belongs to (not of a table around that one)."""
     node = tr.parent
     while node is not None and node.tag != "table":
         node = node.parent
-    return node
+    return node.mem_id if node is not None else None
 
 
 class _Reader:
@@ -158,9 +163,9 @@ class _Reader:
         text = "".join(
             c.text_content if c.tag == "-text" else c.text(deep=True, separator="") for c in run
         )
-        text = "\n".join(" ".join(line.split()) for line in text.replace(_BREAK, "\n").split("\n"))
-        if text.strip():
-            self.paragraph(text.strip(), self.row(run[0] if run[0].tag != "-text" else parent))
+        text = _collapse(text)
+        if text:
+            self.paragraph(text, self.row(run[0] if run[0].tag != "-text" else parent))
 
     def paragraph(self, text: str, row: int) -> None:
         lines = [line for line in text.split("\n") if line]

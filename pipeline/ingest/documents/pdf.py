@@ -60,6 +60,10 @@ def _resolved(table: Any) -> list[list[str]]:
     """Cell values, merged cells repeated: a missing cell covered by the cell to its left
     takes that value (a column span), else the value above it (a row span)."""
     rows: list[list[str]] = []
+    starts = [
+        next((r.cells[k][0] for r in table.rows if r.cells[k] is not None), None)
+        for k in range(len(table.rows[0].cells) if table.rows else 0)
+    ]
     for raw, row in zip(table.extract(), table.rows, strict=True):
         out: list[str] = []
         for column, value in enumerate(raw):
@@ -67,8 +71,8 @@ def _resolved(table: Any) -> list[list[str]]:
                 out.append(join_wrapped(value.split("\n")))
                 continue
             left = next((c for c in reversed(row.cells[:column]) if c is not None), None)
-            x0 = row.cells[column][0] if row.cells[column] is not None else None
-            spans_left = left is not None and (x0 is None or left[2] > x0 + 1)
+            x0 = starts[column] if column < len(starts) else None
+            spans_left = left is not None and x0 is not None and left[2] > x0 + 1
             if out and spans_left:
                 out.append(out[-1])
             else:
@@ -153,14 +157,14 @@ def _lines(words: list[dict]) -> list[list[dict]]:
 
 
 def _line_text(words: list[dict], left: float, unit: float) -> str:
-    """A line's words; a gap wider than two characters kept at its width (for grids)."""
+    """A line's words; a gap wider than two characters becomes spaces up to the word's
+    column (`unit`: the page's mean character width), so aligned grids stay aligned."""
     out = ""
-    for word in words:
-        column = round((word["x0"] - left) / unit)
-        if out and column - len(out) >= 3:
-            out += " " * (column - len(out))
-        elif out:
-            out += " "
+    for previous, word in zip([None, *words], words, strict=False):
+        if previous is not None:
+            wide = word["x0"] - previous["x1"] > 2 * unit
+            column = round((word["x0"] - left) / unit)
+            out += " " * max(2, column - len(out)) if wide else " "
         out += word["text"]
     return out
 
@@ -183,6 +187,17 @@ def _split_columns(line: list[dict], gutter: float | None) -> list[tuple[int, li
         (2, [w for w in line if w["x0"] >= gutter]),
     ]
     return [(c, ws) for c, ws in parts if ws]
+
+
+def _pitch(items: list[_Item]) -> float | None:
+    """The usual distance between the tops of consecutive lines of one column (None: too
+    few lines to tell)."""
+    steps = [
+        b.key[2] - a.key[2]
+        for a, b in zip(items, items[1:], strict=False)
+        if a.table is None and b.table is None and a.key[:2] == b.key[:2]
+    ]
+    return statistics.median(steps) if len(steps) >= 2 else None
 
 
 class _Reader:
@@ -220,11 +235,12 @@ class _Reader:
         """Lines (a two-column page: their halves) and tables, sorted into reading order."""
         gutter = _gutter(words, width)
         left = min((w["x0"] for w in words), default=0.0)
+        unit = sum(w["x1"] - w["x0"] for w in words) / max(1, sum(len(w["text"]) for w in words))
         items: list[_Item] = []
         for line in _lines(words):
             size = statistics.median(w["size"] for w in line)
             for column, ws in _split_columns(line, gutter):
-                text = _line_text(ws, left if column != 2 else ws[0]["x0"], size / 2)
+                text = _line_text(ws, left if column != 2 else ws[0]["x0"], unit)
                 bottom = max(w["bottom"] for w in ws)
                 items.append(_Item((0, column, ws[0]["top"]), bottom, size, text=text))
         for table in tables:
@@ -247,6 +263,7 @@ class _Reader:
         lines: list[str] = []
         previous: _Item | None = None
         first = True
+        pitch = _pitch(items)
         for item in items:
             if item.table is not None:
                 self._flush(lines, number)
@@ -258,7 +275,7 @@ class _Reader:
                     and previous.table is None
                     and (
                         item.key[:2] != previous.key[:2]
-                        or item.key[2] - previous.bottom > 0.6 * item.size
+                        or item.key[2] - previous.key[2] > 1.4 * (pitch or item.size * 1.2)
                     )
                 )
                 if gap:

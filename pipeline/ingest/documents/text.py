@@ -74,7 +74,7 @@ def _grid(lines: list[str], i: int) -> tuple[list[list[str]], int] | None:
     header = _fields(lines[i])
     if len(header) < 2 or _FIELD_GAP.search(lines[i].strip()) is None:
         return None
-    if any(len(text) > 40 or label_of(text) for _, text in header):
+    if any(len(text) > 40 or re.search(r"[:：]\S", text) for _, text in header):
         return None
     starts = [s for s, _ in header]
     rows: list[list[list[str]]] = []
