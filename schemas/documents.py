@@ -11,13 +11,15 @@ from schemas.records import LINEAGE_SCHEMA
 BLOCK_KINDS = ("heading", "paragraph", "list_item", "table", "definition", "labelled")
 
 DOCUMENT_BLOCK_SCHEMA: dict[str, pl.DataType] = {
-    **LINEAGE_SCHEMA,  # source_kind "manual"; source_row: the block's first line (PDF: of the
-    # page's extracted text, counted over the document)
+    **LINEAGE_SCHEMA,  # source_kind "manual"; source_row: the block's first line (HTML: of its
+    # start tag; PDF: of the document's text as read, paragraphs apart by a blank line, a table
+    # its rendered lines, counted over the document)
     "block": pl.Int32(),  # position in the document, from 0
     "kind": pl.String(),  # one of BLOCK_KINDS
     "heading_path": pl.List(pl.String()),  # the headings above it (a heading: its own path)
     "level": pl.Int32(),  # heading level (1 = top); list nesting depth; 0 otherwise
-    "text": pl.String(),  # the block as text; a table in one stable rendering (see cells)
+    "text": pl.String(),  # the block as text (a list item with its marker, a labelled item with
+    # its label, as written); a table in one stable rendering (a pipe table, see cells)
     # table: its rows, header rows first, merged cells resolved (the value repeated), a table
     # continued on the next page joined; definition: [[term, definition]]; labelled item:
     # [[label, value]] (原因：…, Cause: …); null for the other kinds

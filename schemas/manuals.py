@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.records import LINEAGE_SCHEMA
 
-ManualFormat = Literal["markdown", "text", "pdf"]
+ManualFormat = Literal["markdown", "text", "pdf", "html"]
 
 
 class ManualSource(BaseModel):
@@ -21,7 +21,8 @@ class ManualSource(BaseModel):
     format: ManualFormat = Field(
         description="how the file is cut into sections: 'markdown' (# headings outside code "
         "fences), 'text' (numbered '1.2 ...' and 第...章/节 headings), 'pdf' (text extracted "
-        "per page; headings from the PDF outline, else as for text)"
+        "per page; headings from the PDF outline, else as for text), 'html' (headings, "
+        "paragraphs, lists, tables and definition lists; scripts and navigation dropped)"
     )
     encoding: str = Field("auto", description="'auto' detects; else a Python codec name (not PDF)")
     family: str | None = Field(
@@ -93,6 +94,7 @@ class ManualsConfig(BaseModel):
             ManualSource(pattern="**/*.md", format="markdown"),
             ManualSource(pattern="**/*.txt", format="text"),
             ManualSource(pattern="**/*.pdf", format="pdf"),
+            ManualSource(pattern="**/*.html", format="html"),
         ],
         description="per-file reading of manuals, matched by `pattern` (first match wins); "
         "applied only when set in the configuration: then a matching file is read as a manual "

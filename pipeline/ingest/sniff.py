@@ -4,12 +4,13 @@ layout), a manual, or a file to skip (and why).
 Order: notes by name (README, LICENSE, SOURCE, ...) are skipped; binary signatures decide PDF
 manuals, XLSX work orders and the archives and legacy Office files we do not read; text is
 decoded (configured encoding, else detected) and tried as an alarm log of each known layout,
-then as a vendor fault-code table (`pipeline.kb.vendor_tables`: a code column beside message /
-cause / remedy columns and no work-order signal, in any table layout, YAML or an alarm-message
-text; an XLSX workbook too), JSON / JSONL records, a Markdown document, a delimited table (work
-orders), and plain text (a manual). The file's suffix only breaks ties: a `.log` or `.shdr`
-file in no known layout is skipped rather than read as a manual, configuration and
-source-code files are skipped, and so are unknown suffixes holding no table.
+then as an HTML document (by its first markup), a vendor fault-code table
+(`pipeline.kb.vendor_tables`: a code column beside message / cause / remedy columns and no
+work-order signal, in any table layout, YAML or an alarm-message text; an XLSX workbook too),
+JSON / JSONL records, a Markdown document, a delimited table (work orders), and plain text (a
+manual). The file's suffix only breaks ties: a `.log` or `.shdr` file in no known layout is
+skipped rather than read as a manual, configuration and source-code files are skipped, and so
+are unknown suffixes holding no table.
 
 One rule tells a skipped file from a broken one. A file is *skipped* (with a reason) when it
 is not something we read: notes, other formats, text that is none of the kinds. It is
@@ -41,6 +42,11 @@ _LICENCE_TEXT = re.compile(
     r"apache license,?\s+version|^\s*mit license|creative commons (?:attribution|legal code)|"
     r"redistribution and use in source and binary forms"
 )
+# An HTML document by its first markup (a BOM, blanks, an XML declaration or comments before).
+_HTML = re.compile(
+    r"(?is)^\ufeff?\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*"
+    r"<(?:!doctype\s+html|html|head|body|table|h[1-6]|div|p)[\s>]"
+)
 _LOG_SUFFIXES = {".log", ".shdr", ".alm", ".his"}
 _TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ""}
 _TABLE_SUFFIXES = {".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".dat", ""}
@@ -67,9 +73,9 @@ _BROKEN_KINDS: dict[str, tuple[str, ...]] = {
 @dataclass(frozen=True)
 class Sniffed:
     """`kind`: workorder, alarm_log, manual, fault_table, skip or broken; `layout`: the reader's
-    format (csv, xlsx, json, jsonl; one of the alarm-log layouts; markdown, text, pdf; a fault
-    table's csv, xlsx, json, jsonl, yaml or text); `reason`: why
-    skipped or broken; `meant`: for a broken file, the kinds its suffix stands for."""
+    format (csv, xlsx, json, jsonl; one of the alarm-log layouts; markdown, text, pdf, html; a
+    fault table's csv, xlsx, json, jsonl, yaml or text); `reason`: why skipped or broken;
+    `meant`: for a broken file, the kinds its suffix stands for."""
 
     kind: str
     layout: str | None = None
@@ -220,8 +226,11 @@ def _by_text(text: str, complete: bool, name: str, suffix: str, expect: str | No
 
 
 def _document_kind(text: str, lines: list[str], complete: bool, suffix: str) -> Sniffed:
-    """A vendor fault table (any table layout, YAML, an alarm-message text), JSON records or a
-    delimited table (work orders), Markdown or prose (a manual), or a file to skip."""
+    """An HTML document, a vendor fault table (any table layout, YAML, an alarm-message text),
+    JSON records or a delimited table (work orders), Markdown or prose (a manual), or a file to
+    skip."""
+    if suffix not in {".md", ".markdown"} and _HTML.match(text[:2048]):
+        return Sniffed("manual", "html")
     if suffix not in _NOT_FAULT_TABLES:
         layout = fault_table_layout(text, complete, suffix)
         if layout:

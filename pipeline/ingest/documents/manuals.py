@@ -1,55 +1,49 @@
-"""Manuals (Markdown, plain text, PDF) → sections with heading paths → pretraining chunks.
+"""Manuals (PDF, HTML, Markdown, plain text) → blocks → sections with heading paths →
+pretraining chunks.
 
-Every line of a document belongs to exactly one section (the text before the first heading is
-a section with an empty heading path), so `lines_total` of a file is covered by its sections.
-Sections are kept even when their body is empty (a parent heading): their heading lives on in
-the paths of their children and chunking skips them. A PDF page without a text layer (a scan)
-is rejected with reason `no_text_layer`; `read` = sections + such pages.
-
-Headings: Markdown `#`..`######` outside code fences; in text and PDF, numbered headings
-(`3`, `3.2`, `3.2.1` + a short title without closing punctuation), `第N章/节`, `一、` and, for a
-PDF with an outline (bookmarks), the outline titles at their outline depth.
+Each format has its parser (`pdf`, `html`, `markdown`, `text` beside this module) giving the
+document's blocks (`schemas.documents.DOCUMENT_BLOCK_SCHEMA`); sections are cut from them at
+headings (`blocks.sections_from_blocks`), so every block belongs to exactly one section (the
+blocks before the first heading are a section with an empty heading path). Sections are kept
+even when their body is empty (a parent heading): their heading lives on in the paths of their
+children and chunking skips them. A PDF page without a text layer (a scan) is rejected with
+reason `no_text_layer`; a document without any text (an HTML page of scripts only) with reason
+`no_text`; `read` = sections + such rejects. A PDF that is damaged or encrypted raises
+`ManualError`.
 """
 
 from __future__ import annotations
 
-import io
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
-import pypdf
 import xxhash
 
-from pipeline.core.errors import InputFileError
 from pipeline.core.stage import StageResult, empty_rejects, make_rejects, stage_result
+from pipeline.ingest.documents.blocks import (
+    Block,
+    Document,
+    block_frame,
+    sections_from_blocks,
+)
+from pipeline.ingest.documents.html import html_blocks
+from pipeline.ingest.documents.markdown import markdown_blocks
+from pipeline.ingest.documents.pdf import pdf_blocks
+from pipeline.ingest.documents.text import text_blocks
 from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
 from schemas.manuals import (
-    MANUAL_SECTION_SCHEMA,
     PRETRAIN_CHUNK_SCHEMA,
     ChunkConfig,
     ManualSource,
 )
 
 STAGE = "ingest_manuals"
-
-
-class ManualError(InputFileError, ValueError):
-    """A manual that cannot be read at all; the message names the file."""
-
-
 SOURCE_KIND = "manual"
 
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,4})\s+(\S.{0,48})$")
-_CHAPTER = re.compile(r"^第\s*([0-9一二三四五六七八九十百]+)\s*([章节])\s*(.{0,40})$")
-_CN_ORDINAL = re.compile(r"^([一二三四五六七八九十]{1,3})、\s*(\S.{0,30})$")
-_CLOSING = tuple("。．.，,；;：:！!？?")
 _FAMILIES = {
     "FANUC": re.compile(r"FANUC|发那科", re.I),
     "SINUMERIK": re.compile(r"SINUMERIK|西门子", re.I),
@@ -60,98 +54,6 @@ _FAMILIES = {
 }
 
 
-@dataclass
-class _Section:
-    path: list[str]
-    level: int
-    row: int
-    page: int | None
-    lines: list[str] = field(default_factory=list)
-
-
-def _text_heading(line: str, outline: dict[str, int]) -> tuple[int, str] | None:
-    """(level, title) when a text/PDF line is a heading."""
-    stripped = " ".join(line.split())
-    if not stripped:
-        return None
-    if outline:
-        return (outline[stripped], stripped) if stripped in outline else None
-    if stripped.endswith(_CLOSING) or len(stripped) > 60:
-        return None
-    if m := _NUMBERED.match(stripped):
-        return m.group(1).count(".") + 1, stripped
-    if m := _CHAPTER.match(stripped):
-        return (1 if m.group(2) == "章" else 2), stripped
-    if m := _CN_ORDINAL.match(stripped):
-        return 1, stripped
-    return None
-
-
-def _body_row(section: _Section) -> int:
-    """Line number of the first non-blank body line (the heading's own line when none)."""
-    offset = 0 if section.level == 0 else 1
-    for i, line in enumerate(section.lines):
-        if line.strip():
-            return section.row + offset + i
-    return section.row
-
-
-def _markdown_heading(line: str) -> tuple[int, str] | None:
-    m = _MD_HEADING.match(line)
-    return (len(m.group(1)), m.group(2)) if m else None
-
-
-def _sections(
-    lines: list[tuple[str, int | None]], fmt: str, outline: dict[str, int]
-) -> list[_Section]:
-    """Split (line, page) pairs into sections with heading paths."""
-    sections = [_Section(path=[], level=0, row=1, page=lines[0][1] if lines else None)]
-    stack: list[tuple[int, str]] = []
-    fenced = False
-    for row, (line, page) in enumerate(lines, start=1):
-        heading = None
-        if fmt == "markdown":
-            if _FENCE.match(line):
-                fenced = not fenced
-            elif not fenced:
-                heading = _markdown_heading(line)
-        else:
-            heading = _text_heading(line, outline)
-        if heading is None:
-            sections[-1].lines.append(line)
-            continue
-        level, title = heading
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, title))
-        sections.append(_Section([t for _, t in stack], level, row, page))
-    if len(sections) > 1 and not "".join(sections[0].lines).strip():
-        sections = sections[1:]  # nothing but blank lines before the first heading
-    return sections
-
-
-def _pdf_lines(data: bytes, path: Path) -> tuple[list[tuple[str, int]], list[int], dict, int]:
-    """Lines with their page, pages without text, outline titles → depth, page count."""
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
-        outline: dict[str, int] = {}
-
-        def walk(items: list, depth: int) -> None:
-            for item in items:
-                if isinstance(item, list):
-                    walk(item, depth + 1)
-                else:
-                    outline.setdefault(" ".join(str(item.title).split()), depth)
-
-        walk(reader.outline, 1)
-    except Exception as exc:  # noqa: BLE001 - pypdf raises many types on a broken file
-        raise ManualError(f"{path}: not a readable PDF: {type(exc).__name__}: {exc}") from None
-    lines = [(line, number) for number, text in enumerate(pages, 1) for line in text.splitlines()]
-    empty = [number for number, text in enumerate(pages, 1) if not text.strip()]
-    return lines, empty, outline, len(pages)
-
-
 def _family(text: str, source: ManualSource) -> str | None:
     if source.family:
         return source.family
@@ -160,64 +62,56 @@ def _family(text: str, source: ManualSource) -> str | None:
     return name if count else None
 
 
+def _parse(path: Path, source: ManualSource) -> Document:
+    """The file's blocks by its format (a text format: the decoded text's lines counted)."""
+    if source.format == "pdf":
+        return pdf_blocks(path)
+    text, _ = read_text(path, source.encoding)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    parsers = {"markdown": markdown_blocks, "html": html_blocks}
+    found: list[Block] = (
+        parsers[source.format](text) if source.format in parsers else text_blocks(lines)
+    )
+    return Document(blocks=found, lines=len(lines))
+
+
 def read_manual(
     path: str | Path, source: ManualSource, root: str | Path | None = None
 ) -> StageResult:
-    """One manual → sections (MANUAL_SECTION_SCHEMA); textless PDF pages are rejected."""
+    """One manual → sections (MANUAL_SECTION_SCHEMA), its blocks in `state["blocks"]`
+    (DOCUMENT_BLOCK_SCHEMA); textless PDF pages and documents are rejected."""
     path = Path(path)
     rel = relative_path(path, root)
-    empty_pages: list[int] = []
-    outline: dict[str, int] = {}
-    n_pages = 0
-    if source.format == "pdf":
-        lines, empty_pages, outline, n_pages = _pdf_lines(path.read_bytes(), path)
-    else:
-        lines = _text_lines(path, source)
-    family = _family("\n".join(line for line, _ in lines), source)
-    frame = _section_frame(_sections(lines, source.format, outline))
-    raw = frame.select(
-        pl.concat_str(pl.col("heading_path").list.join(" > "), pl.col("text"), separator="\n")
-    ).to_series()
-    kept = frame.with_columns(
-        record_ids(SOURCE_KIND, rel, frame["source_row"], raw),
+    document = _parse(path, source)
+    blocks = block_frame(document.blocks, rel)
+    kept = sections_from_blocks(blocks, _family("\n".join(blocks["text"]), source))
+    rejected = empty_rejects()
+    if document.textless:
+        rejected = _textless_pages(document.textless, rel)
+    elif not document.blocks:
+        rejected = _no_text(rel)
+    result = stage_result(
+        kept,
+        rejected,
+        read=kept.height + rejected.height,
+        lines_total=document.lines,
+        pages=document.pages,
+    )
+    return StageResult(result.kept, result.rejected, result.counters, {"blocks": blocks})
+
+
+def _no_text(rel: str) -> pl.DataFrame:
+    """A `no_text` reject for a document that holds no text at all."""
+    row = pl.DataFrame({"source_row": [1]}, schema={"source_row": pl.Int64})
+    row = row.with_columns(
+        record_ids(SOURCE_KIND, rel, row["source_row"], pl.Series(["<no text>"])),
         source_kind=pl.lit(SOURCE_KIND),
         source_file=pl.lit(rel),
-        family=pl.lit(family, dtype=pl.String),
-    ).select([pl.col(c).cast(t) for c, t in MANUAL_SECTION_SCHEMA.items()])
-    rejected = _textless_pages(empty_pages, rel) if empty_pages else empty_rejects()
-    return stage_result(
-        kept, rejected, read=kept.height + rejected.height, lines_total=len(lines), pages=n_pages
     )
-
-
-def _text_lines(path: Path, source: ManualSource) -> list[tuple[str, int | None]]:
-    """A Markdown or text manual's lines (no page), decoded, line ends dropped."""
-    text, _ = read_text(path, source.encoding)
-    lines: list[tuple[str, int | None]] = [
-        (line.removesuffix("\r"), None) for line in text.split("\n")
-    ]
-    if lines and lines[-1][0] == "":
-        lines.pop()
-    return lines
-
-
-def _section_frame(sections: list[_Section]) -> pl.DataFrame:
-    """One row per section: its line, heading path and level, body text, first body line
-    and page."""
-    return pl.DataFrame(
-        {
-            "source_row": [s.row for s in sections],
-            "heading_path": [s.path for s in sections],
-            "level": [s.level for s in sections],
-            "text": ["\n".join(s.lines).strip() for s in sections],
-            "body_row": [_body_row(s) for s in sections],
-            "page": [s.page for s in sections],
-        },
-        schema={
-            k: MANUAL_SECTION_SCHEMA[k]
-            for k in ("source_row", "heading_path", "level", "text", "body_row", "page")
-        },
-    )
+    return make_rejects(row, STAGE, "no_text", pl.lit(f"{rel}: no text in the document"))
 
 
 def _textless_pages(empty_pages: list[int], rel: str) -> pl.DataFrame:
