@@ -11,7 +11,7 @@ the configuration and the code, so a caching runner reruns only unfinished steps
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from pipeline.execution.step import Call, Carried, Computed, Funnel, Out, Runner
 from pipeline.funnels.incremental import FilePlan, carried_parts, carried_rows, plan_files
 from pipeline.funnels.quarantine import quarantine_rows
 from pipeline.ingest.inventory import InputEntry
+from pipeline.publish.ledger import RefreshPlan
 from pipeline.publish.snapshot import SourceRun
 from schemas.config import PipelineConfig
 from schemas.manifest import StageOutput
@@ -92,12 +93,27 @@ def run_funnel(
     funnel: Funnel, ctx: Context, entries: list[InputEntry], root: Path, earlier: list[SourceRun]
 ) -> SourceRun:
     """Run every step of `funnel` over its input `entries` (lineage relative to `root`)."""
-    plan = plan_files(funnel.kind, [e.path for e in entries], root, ctx.state)
+    plan = _complete(
+        funnel, plan_files(funnel.kind, [e.path for e in entries], root, ctx.state), ctx
+    )
     run = FunnelRun(funnel, ctx, plan, root, entries, earlier)
     run.quarantined.append(quarantine_rows(funnel.kind, plan.skipped))
     for step in funnel.steps:
         run.results[step.name] = _SCOPES[step.scope](run, step)
     return _source_run(run)
+
+
+def _complete(funnel: Funnel, plan: FilePlan, ctx: Context) -> FilePlan:
+    """A state written by an older version may lack a table the funnel carries (the blocks
+    of its manuals, say): then its unchanged files are read again, as changed ones."""
+    carried = {
+        ref.state for s in funnel.steps for ref in s.inputs.values() if isinstance(ref, Carried)
+    }
+    if ctx.state is None or all((ctx.state / f"{name}.parquet").exists() for name in carried):
+        return plan
+    todo = plan.refresh
+    again = RefreshPlan(todo.new, sorted(todo.changed + todo.unchanged), [], todo.removed)
+    return replace(plan, refresh=again)
 
 
 def _file_calls(run: FunnelRun, step: Step) -> list[dict[str, StageOutput]]:

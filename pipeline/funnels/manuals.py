@@ -24,12 +24,14 @@ from pipeline.ingest.documents.manuals import STAGE as PARSE_STAGE
 from pipeline.ingest.documents.manuals import chunk_sections, is_manual_text, read_manual
 from pipeline.ingest.encoding import resolved_encoding
 from pipeline.ingest.files import relative_path, sha256_bytes, sha256_file
-from pipeline.kb.fault_codes import extract_alarm_tables, merge_knowledge_base
+from pipeline.kb.extract import extract_fault_tables
+from pipeline.kb.fault_codes import merge_knowledge_base
 from pipeline.kb.vendor_tables import read_fault_tables
 from pipeline.publish.ledger import ledger_row
 from pipeline.stages.tokens import count_tokens
 from pipeline.text.pii import count_placeholders, redact_pii
 from schemas.config import PipelineConfig
+from schemas.documents import DOCUMENT_BLOCK_SCHEMA
 from schemas.manuals import MANUAL_SECTION_SCHEMA, ManualSource
 from schemas.records import LINEAGE_SCHEMA
 
@@ -48,8 +50,11 @@ def _chunk(sections: pl.DataFrame, cfg: PipelineConfig) -> StageResult:
 
 
 CHUNK = Stage("chunks", needs=_SECTIONS, adds=("n_tokens",), fn=_chunk)
-ALARM_TABLES = Stage(
-    "alarm_tables", needs=_SECTIONS, adds=(), fn=lambda df, cfg: extract_alarm_tables(df)
+FAULT_TABLES = Stage(
+    "fault_tables",
+    needs=tuple(DOCUMENT_BLOCK_SCHEMA),
+    adds=(),
+    fn=extract_fault_tables,
 )
 
 
@@ -80,11 +85,13 @@ REDACT = Stage("redact", needs=("record_id",), adds=(), fn=_redact)
 
 
 def parse(path: Path, source: ManualSource, root: Path) -> dict[str, StageResult]:
-    """One manual -> sections; the result's state holds the file's ledger row."""
+    """One manual -> sections (`parse`, its state the file's ledger row) and its document
+    blocks (`blocks`)."""
     result = read_manual(path, source, root)
+    blocks = result.state["blocks"]
     data = path.read_bytes()
     if source.format != "pdf" and not is_manual_text(path, "\n".join(result.kept["text"])):
-        result = _not_manual_text(result)
+        result, blocks = _not_manual_text(result), blocks.clear()
     encoding = (
         "binary" if source.format == "pdf" else resolved_encoding(data, source.encoding, path)
     )
@@ -98,7 +105,10 @@ def parse(path: Path, source: ManualSource, root: Path) -> dict[str, StageResult
         lines=result.counters["lines_total"],
         reader=f"{KIND}:{source.format}",
     )
-    return {"parse": StageResult(result.kept, result.rejected, result.counters, {"ledger": ledger})}
+    return {
+        "parse": StageResult(result.kept, result.rejected, result.counters, {"ledger": ledger}),
+        "blocks": StageResult(blocks, empty_rejects(), {"blocks": blocks.height}),
+    }
 
 
 def _not_manual_text(result: StageResult) -> StageResult:
@@ -124,14 +134,16 @@ def _pii(redacted: StageResult) -> dict[str, int]:
 
 def funnel(
     sections: pl.DataFrame,
+    blocks: pl.DataFrame,
     vendor_root: Path,
     cfg: PipelineConfig,
     fault_tables: Sequence[Sequence[str]] = (),
 ) -> dict[str, StageResult]:
-    """Pretraining chunks and the fault-code knowledge base from every manual's sections and
-    every fault-table file (path, layout): configured mapping or zero configuration."""
+    """Pretraining chunks from every manual's sections; the fault-code knowledge base from
+    every manual's blocks and every fault-table file (path, layout): configured mapping or
+    zero configuration."""
     chunks = CHUNK.run(sections, cfg)
-    tables = ALARM_TABLES.run(sections, cfg)
+    tables = FAULT_TABLES.run(blocks, cfg)
     files = [(Path(path), layout) for path, layout in fault_tables]
     vendor = read_fault_tables(files, vendor_root, cfg.manuals)
     knowledge_base = merge_knowledge_base(tables.kept, vendor.kept)
@@ -145,7 +157,7 @@ def funnel(
     )
     return {
         "chunks": chunks,
-        "alarm_tables": tables,
+        "fault_tables": tables,
         "vendor_tables": vendor,
         "fault_codes": knowledge_base,
     }
@@ -190,15 +202,20 @@ PARSE = Step(
 FUNNEL_STEP = Step(
     "manuals.funnel",
     "run",
-    lambda cfg, f, p: funnel(f["sections"], Path(p["root"]), cfg, p["tables"]),
+    lambda cfg, f, p: funnel(f["sections"], f["blocks"], Path(p["root"]), cfg, p["tables"]),
     inputs={
         "sections": Carried(
             Out(PARSE.name, "parse"),
             "manual_sections",
             lambda: pl.DataFrame(schema=MANUAL_SECTION_SCHEMA),
-        )
+        ),
+        "blocks": Carried(
+            Out(PARSE.name, "blocks"),
+            "manual_blocks",
+            lambda: pl.DataFrame(schema=DOCUMENT_BLOCK_SCHEMA),
+        ),
     },
-    stages=("chunks", "alarm_tables", "vendor_tables", "fault_codes"),
+    stages=("chunks", "fault_tables", "vendor_tables", "fault_codes"),
     counted=False,
     params=_funnel_params,
 )
@@ -215,11 +232,16 @@ def finish(run: FunnelRun, source: SourceRun) -> None:
         how="vertical_relaxed",
     )
     pages = _section_rejects(run)
-    source.state = {"manual_sections": sections, "manual_section_rejects": pages}
+    blocks = pl.concat([pl.read_parquet(p) for p in run.inputs[FUNNEL_STEP.name]["blocks"]])
+    source.state = {
+        "manual_sections": sections,
+        "manual_section_rejects": pages,
+        "manual_blocks": blocks,
+    }
     source.tables = {"pretrain": result["chunks"].kept, "fault_codes": result["fault_codes"].kept}
     source.side_rejects = [pages] + [
         pl.read_parquet(result[s].rejected)
-        for s in ("chunks", "alarm_tables", "vendor_tables", "fault_codes")
+        for s in ("chunks", "fault_tables", "vendor_tables", "fault_codes")
     ]
     vendor = result["vendor_tables"]
     read = pl.concat(
@@ -262,7 +284,7 @@ def _figures(
 ) -> dict[str, dict[str, int]]:
     manuals = ledger.filter(pl.col("source_kind") == KIND)
     tables, vendor, kb = (
-        result[s].counters for s in ("alarm_tables", "vendor_tables", "fault_codes")
+        result[s].counters for s in ("fault_tables", "vendor_tables", "fault_codes")
     )
     return {
         "manual": {

@@ -315,16 +315,18 @@ def test_provenance_files_are_not_pretraining_text_and_pii_is_redacted(tmp_path:
         encoding="utf-8",
     )
     cfg = PipelineConfig()
-    sections = []
+    sections, blocks = [], []
     for name in ("SOURCE.md", "notes.md", "manual.md"):
         source = ManualSource(pattern=name, format="markdown")
-        parsed = parse(tmp_path / name, source, tmp_path)["parse"]
+        results = parse(tmp_path / name, source, tmp_path)
+        parsed = results["parse"]
         assert parsed.counters["read"] == parsed.kept.height + parsed.rejected.height
         if name != "manual.md":
-            assert parsed.kept.height == 0
+            assert parsed.kept.height == 0 and results["blocks"].kept.height == 0
             assert set(parsed.rejected["reason"]) == {"not_manual_text"}
         sections.append(parsed.kept)
-    result = funnel(pl.concat(sections), tmp_path, cfg)
+        blocks.append(results["blocks"].kept)
+    result = funnel(pl.concat(sections), pl.concat(blocks), tmp_path, cfg)
     pretrain = result["chunks"].kept
     assert pretrain["source_file"].unique().to_list() == ["manual.md"]
     text = "\n".join(pretrain["text"])
