@@ -117,17 +117,26 @@ def western_fit(text: str) -> float:
     return (signs + max(covered + pairs)) / total
 
 
-def cjk_fragments(text: str) -> float:
-    """Share of the non-ASCII characters of a decoding that sit in runs of one or two touching
-    an ASCII letter: Latin text read as GBK (`Kontur黚erwachung`, `St鲞el`), where every accented
-    letter and the letter after it became one ideograph. Chinese text has long runs."""
-    short, total = 0, 0
+def latin_as_gbk(text: str) -> float:
+    """Share of the non-ASCII characters of a GBK decoding that Latin text read as GBK gives:
+    an accented letter and the ASCII letter after it became one ideograph outside GB2312
+    (its second byte is below 0x80: `Kontur黚erwachung`, `躡erwachung`), in a run of one or
+    two touching an ASCII letter. Chinese text is written in GB2312 ideographs, in long runs."""
+    odd, total = 0, 0
     for m in _NON_ASCII_RUN.finditer(text):
         total += len(m.group())
         touching = text[m.start() - 1 : m.start()] + text[m.end() : m.end() + 1]
         if len(m.group()) <= 2 and _ASCII_LETTER.search(touching):
-            short += len(m.group())
-    return short / total if total else 0.0
+            odd += sum(not _in_gb2312(c) for c in m.group())
+    return odd / total if total else 0.0
+
+
+def _in_gb2312(char: str) -> bool:
+    try:
+        char.encode("gb2312")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _western(sample: bytes, decodes: Callable[[str], bool]) -> tuple[str, float] | None:
@@ -147,13 +156,14 @@ def _western(sample: bytes, decodes: Callable[[str], bool]) -> tuple[str, float]
 
 def _legacy(sample: bytes, decodes: Callable[[str], bool]) -> str | None:
     """GBK or GB18030 when the data decodes in it, unless a Western code page fits and the
-    GBK reading is fragments among Latin words; else a Western code page that fits; None
+    GBK reading is what Latin text read as GBK gives (`latin_as_gbk`); else a Western code
+    page that fits; None
     when neither does (charset_normalizer is asked next)."""
     western = _western(sample, decodes)
     fits = western is not None and western[1] >= _WESTERN_FIT
     for encoding in ("gbk", "gb18030"):
         if decodes(encoding):
-            if fits and cjk_fragments(sample.decode(encoding, "ignore")) >= 0.5:
+            if fits and latin_as_gbk(sample.decode(encoding, "ignore")) >= 0.5:
                 return western[0]  # type: ignore[index]
             return encoding
     return western[0] if fits else None  # type: ignore[index]

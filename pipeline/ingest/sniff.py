@@ -96,10 +96,19 @@ def _unreadable(reason: str, suffix: str, expect: str | None) -> Sniffed:
     return Sniffed("broken", reason=reason, meant=(expect,) if expect in meant else meant)
 
 
+def _wide(head: bytes, encoding: str) -> bool:
+    """Whether NUL bytes in the head are UTF-16 or UTF-32 text: a byte-order mark, such a
+    codec configured, or BOM-less UTF-16 (`utf16_without_bom`)."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    if encoding != "auto":
+        return encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32", "utf16", "utf32"))
+    return utf16_without_bom(head) is not None
+
+
 def _decode(head: bytes, encoding: str, path: Path) -> str | None:
     """The head as text (a multi-byte character cut at its end is dropped); None if binary."""
-    utf16 = head.startswith((b"\xff\xfe", b"\xfe\xff")) or utf16_without_bom(head) is not None
-    if b"\x00" in head and not utf16:
+    if b"\x00" in head and not _wide(head, encoding):
         return None
     for cut in range(4):
         part = head[: len(head) - cut] if cut else head

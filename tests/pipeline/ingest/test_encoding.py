@@ -153,6 +153,8 @@ KND_ORDERS = (
     "WO-0813,K2000MC,SP9011,主轴过热,更换主轴电机风扇\r\n"
 )
 
+EN_WITH_AXES = "SV0401 X轴 servo alarm, MCC off\nSV0436 Z轴 overload, Y轴 reset\n" * 3
+
 
 @pytest.mark.parametrize(
     ("data", "text", "expected"),
@@ -170,6 +172,8 @@ KND_ORDERS = (
             "iso-8859-15",
         ),  # fmt: skip
         (KND_ORDERS.encode("gbk"), KND_ORDERS, "gbk"),
+        # English with one-character Chinese words: `轴` is D6 E1, `Öá` in cp1252
+        (EN_WITH_AXES.encode("gbk"), EN_WITH_AXES, "gbk"),
     ],
 )
 def test_encoding_decided_by_the_characters_it_gives(
