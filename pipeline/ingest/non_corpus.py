@@ -72,10 +72,10 @@ _FAULT_KEYS = re.compile(
     r"(?i)^[\"']?(?:code|alarm|alarm_?no|message|msg|text|cause|causes|remedy|remedies|action|"
     r"solution|description|meaning|fault|error|报警号?|代码|信息|原因|处理|处理方法|对策|说明)[\"']?$"
 )
+# A machine's log line starts with a time to the second (a technician's dated notes do not).
 _TIMESTAMP = re.compile(
-    r"^\s*\[?(?:\d{4}[-/.]\d{2}[-/.]\d{2}[T ]\d{1,2}:\d{2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}[ T,]+"
-    r"\d{1,2}:\d{2}|[A-Z][a-z]{2}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s|"
-    r"\d{10}(?:\.\d+)?\s)"
+    r"^\s*\[?(?:(?:\d{4}[-/.]\d{2}[-/.]\d{2}[T ]|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}[ T,]+|"
+    r"[A-Z][a-z]{2}\s+\d{1,2}\s+)?\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b|\d{10}(?:\.\d+)?\s)"
 )
 
 
@@ -178,7 +178,8 @@ def _settings(value: Any, depth: int) -> bool:
 
 
 def is_log_dump(lines: list[str]) -> bool:
-    """Most lines start with a timestamp (ISO, European, syslog, time of day, epoch)."""
+    """Most lines start with a time to the second (after an ISO, European or syslog date, or
+    alone), or an epoch timestamp: five lines at least."""
     stamped, share = _share(_TIMESTAMP, lines)
     return stamped >= 5 and share >= 0.6
 
