@@ -1,16 +1,20 @@
 """What an input file is, from its first kilobytes: a work-order table, an alarm log (and its
 layout), a manual, or a file to skip (and why).
 
-Order: notes by name (README, LICENSE, SOURCE, ...) are skipped; binary signatures decide PDF
-manuals, XLSX work orders and the archives and legacy Office files we do not read; text is
-decoded (configured encoding, else detected) and tried as an alarm log of each known layout,
-then as an HTML document (by its first markup), a vendor fault-code table
-(`pipeline.kb.vendor_tables`: a code column beside message / cause / remedy columns and no
-work-order signal, in any table layout, YAML or an alarm-message text; an XLSX workbook too),
-JSON / JSONL records, a Markdown document, a delimited table (work orders), and plain text (a
-manual). The file's suffix only breaks ties: a `.log` or `.shdr` file in no known layout is
-skipped rather than read as a manual, configuration and source-code files are skipped, and so
-are unknown suffixes holding no table.
+Order: notes by name (README, LICENSE, CHANGELOG, SOURCE, ...) are skipped; binary signatures
+decide PDF manuals, XLSX work orders (or vendor fault tables) and the archives and legacy
+Office files we do not read; text is decoded (configured encoding, else detected), skipped
+when it is a licence, and tried as an alarm log of each known layout, then as an HTML
+document (by its first markup), a vendor fault-code table (`pipeline.kb.vendor_tables`: a
+code column beside message / cause / remedy columns and no work-order signal, in any table
+layout, YAML or an alarm-message text), JSON / JSONL records (a JSON object of settings is
+configuration), text that is not corpus text (`pipeline.ingest.non_corpus`: changelogs,
+source code and NC programs, configuration), a Markdown document, a delimited table (work
+orders), a log dump, and plain text (a manual). The file's suffix only breaks ties: a `.log`
+or `.shdr` file in no known layout is skipped rather than read as a manual, configuration
+and source-code files are skipped, and so are unknown suffixes holding no table. Every skip
+reason starts with its code: `readme`, `licence`, `changelog`, `source_code`,
+`configuration`, `log_dump`, `other_format`.
 
 One rule tells a skipped file from a broken one. A file is *skipped* (with a reason) when it
 is not something we read: notes, other formats, text that is none of the kinds. It is
@@ -29,19 +33,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.ingest.alarm_logs.layouts import LAYOUTS, detect_layout
-from pipeline.ingest.encoding import EncodingError, detect_encoding, undecodable_lines
+from pipeline.ingest.encoding import (
+    EncodingError,
+    detect_encoding,
+    undecodable_lines,
+    utf16_without_bom,
+)
+from pipeline.ingest.non_corpus import is_json_configuration, is_licence, is_log_dump, what_text
 from pipeline.kb.vendor_tables import fault_table_layout, is_fault_workbook
 
 HEAD_BYTES = 65536
-_NOTES = re.compile(
-    r"(?i)^(?:readme|read_me|licen[cs]e|copying|notice|source|sources|authors|changelog|"
-    r"changes|contributing|attribution|citation|third[-_]party[-_]notices)(?:[._-].*)?$"
-)
-_LICENCE_TEXT = re.compile(
-    r"(?i)permission is hereby granted|gnu (?:lesser |affero )?general public license|"
-    r"apache license,?\s+version|^\s*mit license|creative commons (?:attribution|legal code)|"
-    r"redistribution and use in source and binary forms"
-)
+_NOTES = (
+    ("licence", "licence", r"licen[cs]e|copying|notice|third[-_]party[-_]notices"),
+    ("changelog", "changelog", r"changelog|changes|release[-_]?notes"),
+    ("readme", "readme or source-notes", r"readme|read_me|source|sources|authors|contributing|"
+     r"attribution|citation"),
+)  # fmt: skip
 # An HTML document by its first markup (a BOM, blanks, an XML declaration or comments before).
 _HTML = re.compile(
     r"(?is)^\ufeff?\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*"
@@ -51,10 +58,12 @@ _LOG_SUFFIXES = {".log", ".shdr", ".alm", ".his"}
 _TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ""}
 _TABLE_SUFFIXES = {".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".dat", ""}
 # Text that is neither a table nor prose even where it has commas: configuration and code.
-_CODE_SUFFIXES = {
-    ".py", ".toml", ".yaml", ".yml", ".ini", ".cfg", ".xml", ".html", ".htm", ".js", ".sh",
-    ".bat", ".ps1", ".sql", ".r", ".c", ".h", ".cpp", ".java", ".ipynb",
+_SOURCE_SUFFIXES = {
+    ".py", ".js", ".sh", ".bat", ".ps1", ".sql", ".r", ".c", ".h", ".cpp", ".java", ".ipynb",
+    ".nc", ".mpf", ".spf", ".ngc", ".tap", ".cnc", ".eia",
 }  # fmt: skip
+_CONFIG_SUFFIXES = {".toml", ".yaml", ".yml", ".ini", ".cfg", ".conf", ".env", ".properties"}
+_CODE_SUFFIXES = _SOURCE_SUFFIXES | _CONFIG_SUFFIXES | {".xml", ".html", ".htm"}
 
 # Suffixes never read as a vendor fault table (YAML is: a fault table or else configuration).
 _NOT_FAULT_TABLES = (_CODE_SUFFIXES - {".yaml", ".yml"}) | {".md", ".markdown"}
@@ -99,9 +108,19 @@ def _unreadable(reason: str, suffix: str, expect: str | None) -> Sniffed:
     return Sniffed("broken", reason=reason, meant=(expect,) if expect in meant else meant)
 
 
+def _wide(head: bytes, encoding: str) -> bool:
+    """Whether NUL bytes in the head are UTF-16 or UTF-32 text: a byte-order mark, such a
+    codec configured, or BOM-less UTF-16 (`utf16_without_bom`)."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    if encoding != "auto":
+        return encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32", "utf16", "utf32"))
+    return utf16_without_bom(head) is not None
+
+
 def _decode(head: bytes, encoding: str, path: Path) -> str | None:
     """The head as text (a multi-byte character cut at its end is dropped); None if binary."""
-    if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if b"\x00" in head and not _wide(head, encoding):
         return None
     for cut in range(4):
         part = head[: len(head) - cut] if cut else head
@@ -171,8 +190,9 @@ def sniff(path: str | Path, encoding: str = "auto", expect: str | None = None) -
     skipped, not read as a manual)."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if _NOTES.match(path.name):
-        return _skip("licence, readme or source-notes file: not corpus text")
+    for code, what, names in _NOTES:
+        if re.match(rf"(?i)^(?:{names})(?:[._-].*)?$", path.name):
+            return _skip(f"{code}: {what} file (by its name): not corpus text")
     with open(path, "rb") as fh:
         head = fh.read(HEAD_BYTES)
         complete = not fh.read(1)
@@ -214,38 +234,71 @@ def _by_text(text: str, complete: bool, name: str, suffix: str, expect: str | No
     lines = re.split(r"\r\n|\r|\n", text)
     if not complete and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut
-    if _LICENCE_TEXT.search(text[:3000]):
-        return _skip("licence text: not corpus text")
+    if is_licence(text):
+        return _skip("licence: licence text: not corpus text")
     layout = detect_layout(lines[:400], name)
     if layout:
         return Sniffed("alarm_log", layout)
     if suffix in _LOG_SUFFIXES or expect == "alarm_log":
         first = next((line.strip() for line in lines if line.strip()), "")[:80]
-        return _skip(f"no known alarm-log layout ({', '.join(LAYOUTS)}); first line: {first!r}")
-    return _document_kind(text, lines, complete, suffix)
+        layouts = ", ".join(LAYOUTS)
+        return _skip(f"log_dump: no known alarm-log layout ({layouts}); first line: {first!r}")
+    return _document_kind(text, lines, complete, suffix, expect)
 
 
-def _document_kind(text: str, lines: list[str], complete: bool, suffix: str) -> Sniffed:
+def _document_kind(
+    text: str, lines: list[str], complete: bool, suffix: str, expect: str | None
+) -> Sniffed:
     """An HTML document, a vendor fault table (any table layout, YAML, an alarm-message text),
-    JSON records or a delimited table (work orders), Markdown or prose (a manual), or a file to
-    skip."""
+    JSON records or a delimited table (work orders), Markdown or prose (a manual), or a file
+    to skip. Changelogs, code and NC programs are told first (NC block numbers look like
+    alarm codes); settings only after the fault tables (a YAML or JSON fault table has keys
+    and values too)."""
     if suffix not in {".md", ".markdown"} and _HTML.match(text[:2048]):
         return Sniffed("manual", "html")
+    is_json = text.lstrip()[:1] in "[{"
+    found = None if is_json else what_text(text, lines)
+    if found is not None and found[0] != "configuration":
+        return _skip(f"{found[0]}: {found[1]}: not corpus text")
     if suffix not in _NOT_FAULT_TABLES:
         layout = fault_table_layout(text, complete, suffix)
         if layout:
             return Sniffed("fault_table", layout)
-    if text.lstrip()[:1] in "[{" and suffix in _TABLE_SUFFIXES:
-        # JSON that does not parse goes to its reader all the same: it names the line
-        lines_kind = "jsonl" if suffix in {".jsonl", ".ndjson"} else "json"
-        return Sniffed("workorder", _json_kind(text, complete) or lines_kind)
+    if is_json and suffix in _TABLE_SUFFIXES:
+        return _json_records(text, complete, suffix, expect)
+    if found is not None:
+        return _skip(f"{found[0]}: {found[1]}: not corpus text")
+    return _text_kind(text, lines, suffix)
+
+
+def _json_records(text: str, complete: bool, suffix: str, expect: str | None) -> Sniffed:
+    """JSON work orders; outside a work-order folder a JSON object of settings is skipped (in
+    one, an export that returned an error object goes to its reader and is quarantined)."""
+    if complete and expect != "workorder" and is_json_configuration(text):
+        return _skip("configuration: a JSON object of settings, no records")
+    # JSON that does not parse goes to its reader all the same: it names the line
+    lines_kind = "jsonl" if suffix in {".jsonl", ".ndjson"} else "json"
+    return Sniffed("workorder", _json_kind(text, complete) or lines_kind)
+
+
+def _text_kind(text: str, lines: list[str], suffix: str) -> Sniffed:
+    """Markdown or prose (a manual), a delimited table (work orders), or a file to skip."""
     if suffix in {".md", ".markdown"}:
         return Sniffed("manual", "markdown")
     if suffix in _TEXT_SUFFIXES and _is_markdown(lines[:400]):
         return Sniffed("manual", "markdown")
     if suffix not in _CODE_SUFFIXES and _is_table(lines, suffix in {".csv", ".tsv"}):
         return Sniffed("workorder", "csv")
+    if is_log_dump([line for line in lines[:400] if line.strip()]):
+        return _skip("log_dump: timestamped log lines in no known alarm-log layout")
     if suffix in _TEXT_SUFFIXES and re.search(r"[A-Za-z\u4e00-\u9fff]{2}", text):
         return Sniffed("manual", "text")
     what = f"'{suffix}' file" if suffix else "file without a suffix"
-    return _skip(f"{what} that is no work-order table, alarm log or manual")
+    code = (
+        "source_code"
+        if suffix in _SOURCE_SUFFIXES
+        else "configuration"
+        if suffix in _CONFIG_SUFFIXES
+        else "other_format"
+    )
+    return _skip(f"{code}: {what} that is no work-order table, alarm log or manual")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -146,3 +147,50 @@ def test_a_refresh_carries_files_in_row_ranges_as_published(sample_data, tmp_pat
     index = pl.read_parquet(out / "state" / second.name / "dedup_index.parquet")
     assert set(carried["record_id"]) <= set(index["record_id"])
     assert index["record_id"].is_unique().all()
+
+
+NOT_MANUALS = {
+    # name: (text, reason code); two by their usual names, two named like manuals
+    "CHANGELOG.md": (
+        "# Changelog\n\n## [1.2.0] - 2024-03-01\n### Added\n- SHDR output for 840D sl alarms.\n"
+        "### Fixed\n- Alarm text cut at 32 bytes.\n\n## [1.1.3] - 2023-11-20\n### Fixed\n"
+        "- Crash on an empty alarm history.\n",
+        "changelog",
+    ),
+    "LICENSE": (
+        "MIT License\n\nCopyright (c) 2024 Example Automation GmbH\n\nPermission is hereby "
+        "granted, free of charge, to any person obtaining a copy of this software.\n\nTHE SOFTWARE"
+        ' IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND.\n',
+        "licence",
+    ),
+    "K1000TiC_软件说明.txt": (
+        "KND K1000TiC 系统软件版本说明\n\nV3.2.5 (2024-05-10)\n"
+        "1. 新增：G71 复合循环支持 II 型轮廓。\n2. 修复：主轴倍率在 MDI 方式下不生效。\n\n"
+        "V3.2.4 (2023-12-01)\n1. 修复：ALM 0414 上电误报。\n",
+        "changelog",
+    ),
+    "VMC850_manual_terms.txt": (
+        "Copyright (c) 2023, Example Robotics Ltd.\nAll rights reserved.\n\nRedistribution and "
+        "use in source and binary forms, with or without modification, are permitted provided "
+        "that the conditions are met.\n\nTHIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND "
+        'CONTRIBUTORS "AS IS" AND ANY EXPRESS OR IMPLIED WARRANTIES ARE DISCLAIMED.\n',
+        "licence",
+    ),
+}
+
+
+def test_changelogs_and_licences_beside_manuals_are_skipped_not_pretrained(sample_data, tmp_path):
+    manuals = tmp_path / "manuals"
+    shutil.copytree(sample_data / "manuals", manuals)
+    for name, (text, _) in NOT_MANUALS.items():
+        (manuals / name).write_text(text, encoding="utf-8")
+    published = refresh("m", Sources(manuals, manuals=manuals), tmp_path / "out", CFG)
+    skipped = {s.path: s.reason for s in published.manifest.skipped}
+    assert {name: skipped.get(name, "").split(":")[0] for name in NOT_MANUALS} == {
+        name: reason for name, (_, reason) in NOT_MANUALS.items()
+    }
+    pretrain = pl.read_parquet(published.path / "pretrain")
+    assert pretrain.height > 0
+    assert set(pretrain["source_file"]) == {p.name for p in (sample_data / "manuals").iterdir()}
+    text = "\n".join(pretrain["text"])
+    assert not any(marker in text for marker in ("Changelog", "K1000TiC", "AS IS", "MIT"))
