@@ -315,7 +315,7 @@ class _Reader:
             previous = self.open_table.block
             # right after its last row when nothing was read since, else after what was
             first = previous.row_lines[-1] + 1 if self.doc.blocks[-1] is previous else None
-            if added := _join(previous, cells, first or self.doc.lines + 1):
+            if _join(previous, cells, first or self.doc.lines + 1):
                 self.doc.lines = previous.row_lines[-1] + 1
             return
         header_rows = _header_rows(cells)
