@@ -25,5 +25,9 @@ DOCUMENT_BLOCK_SCHEMA: dict[str, pl.DataType] = {
     # [[label, value]] (原因：…, Cause: …); null for the other kinds
     "cells": pl.List(pl.List(pl.String())),
     "header_rows": pl.Int32(),  # table: how many of `cells` are header rows; 0 otherwise
+    # the source line of each row of `cells`, counted as source_row is (header rows included;
+    # a row joined from wrapped lines: its first line); definition, labelled item: the line of
+    # its one row; null for the other kinds
+    "row_lines": pl.List(pl.Int64()),
     "page": pl.Int32(),  # PDF page (1-based) where the block starts; null otherwise
 }

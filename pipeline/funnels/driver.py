@@ -11,6 +11,7 @@ the configuration and the code, so a caching runner reruns only unfinished steps
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -105,15 +106,25 @@ def run_funnel(
 
 def _complete(funnel: Funnel, plan: FilePlan, ctx: Context) -> FilePlan:
     """A state written by an older version may lack a table the funnel carries (the blocks
-    of its manuals, say): then its unchanged files are read again, as changed ones."""
+    of its manuals, say) or a column of one: then its unchanged files are read again, as
+    changed ones."""
     carried = {
-        ref.state for s in funnel.steps for ref in s.inputs.values() if isinstance(ref, Carried)
+        ref.state: ref.empty
+        for s in funnel.steps
+        for ref in s.inputs.values()
+        if isinstance(ref, Carried)
     }
-    if ctx.state is None or all((ctx.state / f"{name}.parquet").exists() for name in carried):
+    if ctx.state is None or all(_has_columns(ctx.state, *c) for c in carried.items()):
         return plan
     todo = plan.refresh
     again = RefreshPlan(todo.new, sorted(todo.changed + todo.unchanged), [], todo.removed)
     return replace(plan, refresh=again)
+
+
+def _has_columns(state: Path, name: str, empty: Callable[[], pl.DataFrame]) -> bool:
+    """Whether state table `name` exists with every column of `empty()`."""
+    path = state / f"{name}.parquet"
+    return path.exists() and set(empty().columns) <= set(pl.read_parquet_schema(path))
 
 
 def _file_calls(run: FunnelRun, step: Step) -> list[dict[str, StageOutput]]:
@@ -161,9 +172,9 @@ def _inputs(run: FunnelRun, step: Step) -> dict[str, list[str]]:
             inputs[name] = run.paths(ref)
         elif isinstance(ref, Carried):
             rows = carried_rows(run.ctx.state, ref.state, run.plan.refresh.unchanged)
-            carried = run.ctx.save(
-                f"carried_{ref.state}", rows if rows is not None else ref.empty()
-            )
+            if rows is None or rows.is_empty():  # none: the declared columns, not the state's
+                rows = ref.empty()
+            carried = run.ctx.save(f"carried_{ref.state}", rows)
             inputs[name] = [carried, *run.paths(ref.rows)]
         elif isinstance(ref, Computed):
             inputs[name] = ref.paths(run)

@@ -11,7 +11,8 @@ table's first code that names one), the controller named in the code column's he
 heading path (the document title included), the family configured for the file
 (`ManualSource.family`), the controller the document names most often; else none (UNKNOWN:).
 Combined and ranged code cells give one row per code (`one_row_per_code`); rows are finished
-and rejected as vendor tables are (`finish_entries`). Lineage: `source_row` is the block's row.
+and rejected as vendor tables are (`finish_entries`). Lineage: `source_row` is the line of the
+entry's (first) row for a table (`row_lines`), else the line of the block that opens it.
 """
 
 from __future__ import annotations
@@ -78,8 +79,11 @@ def _table_rows(block: dict, counts: Counter) -> list[dict]:
     counts["fault_tables"] += 1
     entries, code_header = found
     group = f"{block['source_file']}\x1f{block['block']}"
+    lines = block["row_lines"] or []
     for entry in entries:
-        entry["raw"] = f"table {block['block']} row {entry.pop('row')}: {entry['raw']}"
+        row = entry.pop("row")
+        entry["raw"] = f"table {block['block']} row {row}: {entry['raw']}"
+        entry["source_row"] = lines[row] if row < len(lines) else block["source_row"]
     return [_row(block, entry, group, "table", code_header) for entry in entries]
 
 

@@ -67,7 +67,7 @@ def _table_rows(text: str, first_row: int) -> list[dict]:
         body = lines[i + 2 : end]
         found = table_entries([_cells(line) for line in [lines[i], *body]], header_rows=1)
         for entry in found[0] if found else []:
-            offset = entry.pop("row")
+            offset = entry.pop("row") - 1  # the header is row 0
             entry.update(source_row=first_row + i + 2 + offset, raw=body[offset])
             rows.append(entry)
         i = end

@@ -219,8 +219,9 @@ def _add(entry: dict, values: dict[str, str]) -> None:
 
 def table_entries(cells: list[list[str]], header_rows: int) -> tuple[list[dict], str] | None:
     """(entries, header text of the code column) of a fault table, None when the table is not
-    one. An entry holds `row` (body row index), `raw`, `code` or `symptom` and its fields;
-    a row repeating the code above (a merged cell) or without a code continues that entry."""
+    one. An entry holds `row` (the index in `cells` of its first row), `raw`, `code` or
+    `symptom` and its fields; a row repeating the code above (a merged cell) or without a code
+    continues that entry."""
     header, body = split_header(cells, header_rows)
     layout = table_layout(header, body)
     if layout is None:
@@ -239,7 +240,7 @@ def table_entries(cells: list[list[str]], header_rows: int) -> tuple[list[dict],
             _add(entries[-1], values)
             entries[-1]["raw"] += "\n" + " | ".join(row)
             continue
-        entry = {"row": index, "raw": " | ".join(row), **values}
+        entry = {"row": len(header) + index, "raw": " | ".join(row), **values}
         if layout.code is not None and (found := code_cell(key)):
             entry["code"] = found[0]
             if found[1] and "message" not in entry:

@@ -32,7 +32,8 @@ class ManualError(InputFileError, ValueError):
 
 @dataclass
 class Block:
-    """One block as a parser finds it; `row`: its first line; `page`: PDF page or None."""
+    """One block as a parser finds it; `row`: its first line; `page`: PDF page or None;
+    `row_lines`: the line of each row of `cells` (a definition or labelled item: `row`)."""
 
     kind: str
     text: str
@@ -42,6 +43,11 @@ class Block:
     cells: list[list[str]] | None = None
     header_rows: int = 0
     heading_path: list[str] = field(default_factory=list)
+    row_lines: list[int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.row_lines is None and self.kind in ("definition", "labelled"):
+            self.row_lines = [self.row]
 
 
 @dataclass
@@ -111,9 +117,19 @@ def render_table(cells: list[list[str]], header_rows: int) -> str:
 
 
 def table_block(
-    cells: list[list[str]], header_rows: int, row: int, page: int | None = None
+    cells: list[list[str]],
+    header_rows: int,
+    row_lines: list[int],
+    page: int | None = None,
+    row: int | None = None,
 ) -> Block:
-    return Block("table", render_table(cells, header_rows), row, page, 0, cells, header_rows)
+    """A table block; `row_lines`: the line of each row of `cells`; `row`: the block's first
+    line (default: its first row's)."""
+    if len(row_lines) != len(cells):
+        raise ValueError(f"table of {len(cells)} rows given {len(row_lines)} row lines")
+    text = render_table(cells, header_rows)
+    first = row_lines[0] if row is None else row
+    return Block("table", text, first, page, 0, cells, header_rows, row_lines=row_lines)
 
 
 def block_frame(blocks: list[Block], rel: str) -> pl.DataFrame:
@@ -132,6 +148,7 @@ def block_frame(blocks: list[Block], rel: str) -> pl.DataFrame:
             "cells": [b.cells for b in blocks],
             "header_rows": [b.header_rows for b in blocks],
             "page": [b.page for b in blocks],
+            "row_lines": [b.row_lines for b in blocks],
         },
         schema=schema,
     )

@@ -90,8 +90,8 @@ def _drop_boilerplate(tree: Any) -> None:
         node.replace_with(_BREAK)
 
 
-def _grid(table: Any) -> tuple[list[list[str]], int]:
-    """A table's rows with spans resolved, and its number of header rows."""
+def _grid(table: Any) -> tuple[list[list[str]], int, list[Any]]:
+    """A table's rows with spans resolved, its number of header rows, and its `<tr>`s."""
     rows = [tr for tr in table.css("tr") if _owner(tr) == table.mem_id]
     grid: list[list[str]] = []
     pending: dict[tuple[int, int], str] = {}
@@ -118,7 +118,7 @@ def _grid(table: Any) -> tuple[list[list[str]], int]:
             body_seen = True
         grid.append(row)
     width = max((len(row) for row in grid), default=0)
-    return [[*row, *[""] * (width - len(row))] for row in grid], header_rows
+    return [[*row, *[""] * (width - len(row))] for row in grid], header_rows, rows
 
 
 def _span(cell: Any, name: str) -> int:
@@ -186,9 +186,10 @@ class _Reader:
         elif tag == "li":
             self.item(node, depth)
         elif tag == "table":
-            cells, header_rows = _grid(node)
+            cells, header_rows, trs = _grid(node)
             if any(any(c for c in row) for row in cells):
-                block = table_block(cells, header_rows, self.row(node))
+                lines = [self.row(tr) for tr in trs]
+                block = table_block(cells, header_rows, lines, row=self.row(node))
                 self.blocks.append(self.stack.place(block))
         elif tag == "dl":
             self.definitions(node)

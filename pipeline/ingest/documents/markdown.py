@@ -24,9 +24,12 @@ def _cell(content: str) -> str:
     return "\n".join(part.strip() for part in _BR.split(content.replace("\\|", "|"))).strip()
 
 
-def _table(tokens: list[Token], i: int) -> tuple[list[list[str]], int, int]:
-    """(rows, header rows, index after table_close) of the table opening at `i`."""
+def _table(tokens: list[Token], i: int) -> tuple[list[list[str]], int, list[int], int]:
+    """(rows, header rows, each row's line, index after table_close) of the table opening
+    at `i`."""
     rows: list[list[str]] = []
+    lines: list[int] = []
+    line = (tokens[i].map or [0])[0] + 1
     header_rows = 0
     in_head = False
     while tokens[i].type != "table_close":
@@ -35,11 +38,13 @@ def _table(tokens: list[Token], i: int) -> tuple[list[list[str]], int, int]:
             in_head = token.type == "thead_open"
         elif token.type == "tr_open":
             rows.append([])
+            line = token.map[0] + 1 if token.map else line
+            lines.append(line)
             header_rows += in_head
         elif token.type == "inline":
             rows[-1].append(_cell(token.content))
         i += 1
-    return rows, header_rows, i + 1
+    return rows, header_rows, lines, i + 1
 
 
 class _Reader:
@@ -76,8 +81,8 @@ class _Reader:
             self.blocks.append(self.stack.heading(level, title, where[0] + 1))
             return i + 3
         elif kind == "table_open":
-            rows, header_rows, after = _table(tokens, i)
-            self.blocks.append(self.stack.place(table_block(rows, header_rows, where[0] + 1)))
+            rows, header_rows, lines, after = _table(tokens, i)
+            self.blocks.append(self.stack.place(table_block(rows, header_rows, lines)))
             return after
         elif kind in ("fence", "code_block", "html_block"):
             text = "\n".join(self.source(*where)).strip("\n")

@@ -15,7 +15,9 @@ memory stays bounded on a manual of thousands of pages).
   is encrypted raises `ManualError` naming the file.
 
 `row` of a block: its line in the document's text as read here (a blank line between
-paragraphs, a table its rendered lines), counted over the document.
+paragraphs, a table its rendered lines), counted over the document. `row_lines` of a table:
+the rendered line of each row (header rows: the header line); the rows continued on the next
+page follow its last row, or, where lines were read between (a running page header), those.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pipeline.ingest.documents.blocks import (
     HeadingStack,
     ManualError,
     join_wrapped,
+    render_table,
     table_block,
 )
 from pipeline.ingest.documents.text import text_blocks
@@ -110,8 +113,17 @@ def _continues(previous: _Table, table: Any, cells: list[list[str]]) -> bool:
     )
 
 
-def _join(previous: Block, cells: list[list[str]]) -> None:
-    """Rows of a table continued on the next page appended to `previous` (header dropped)."""
+def _rendered_lines(first: int, rows: int, header_rows: int) -> list[int]:
+    """The line of each row of a table rendered from line `first`: the header rows on the
+    (one) header line, the body rows one a line after the ruler."""
+    body = first + (2 if header_rows else 1)
+    return [first] * header_rows + list(range(body, body + rows - header_rows))
+
+
+def _join(previous: Block, cells: list[list[str]], first_line: int) -> int:
+    """Rows of a table continued on the next page appended to `previous` (header dropped),
+    counted from `first_line`, where they are read; how many rows were added (a row cut by
+    the page break joins the row above and keeps its line)."""
     header = previous.cells[: previous.header_rows]
     while header and cells[: len(header)] == header:
         cells = cells[len(header) :]
@@ -120,7 +132,9 @@ def _join(previous: Block, cells: list[list[str]]) -> None:
         previous.cells[-1] = [join_wrapped([a, b]) for a, b in zip(last, cells[0], strict=True)]
         cells = cells[1:]
     previous.cells.extend(cells)
-    previous.text = table_block(previous.cells, previous.header_rows, previous.row).text
+    previous.row_lines = [*(previous.row_lines or []), *range(first_line, first_line + len(cells))]
+    previous.text = render_table(previous.cells, previous.header_rows)
+    return len(cells)
 
 
 def _gutter(words: list[dict], width: float) -> float | None:
@@ -298,11 +312,15 @@ class _Reader:
         if not cells:
             return
         if continues and self.open_table is not None and _continues(self.open_table, table, cells):
-            _join(self.open_table.block, cells)
+            previous = self.open_table.block
+            # right after its last row when nothing was read since, else after what was
+            first = previous.row_lines[-1] + 1 if self.doc.blocks[-1] is previous else None
+            if _join(previous, cells, first or self.doc.lines + 1):
+                self.doc.lines = previous.row_lines[-1] + 1
             return
-        block = self.stack.place(
-            table_block(cells, _header_rows(cells), self.doc.lines + 1, number)
-        )
+        header_rows = _header_rows(cells)
+        lines = _rendered_lines(self.doc.lines + 1, len(cells), header_rows)
+        block = self.stack.place(table_block(cells, header_rows, lines, number))
         self.doc.blocks.append(block)
         self.doc.lines += block.text.count("\n") + 2
         self.open_table = _Table(block, _columns(table))

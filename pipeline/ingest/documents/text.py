@@ -69,8 +69,9 @@ def _columns(starts: list[int], fields: list[tuple[int, str]]) -> list[int] | No
     return out
 
 
-def _grid(lines: list[str], i: int) -> tuple[list[list[str]], int] | None:
-    """(cells with the header first, index after the grid) of an aligned grid at line `i`."""
+def _grid(lines: list[str], i: int) -> tuple[list[list[str]], list[int], int] | None:
+    """(cells with the header first, the index of each row's first line, index after the
+    grid) of an aligned grid at line `i`."""
     header = _fields(lines[i])
     if len(header) < 2 or _FIELD_GAP.search(lines[i].strip()) is None:
         return None
@@ -78,6 +79,7 @@ def _grid(lines: list[str], i: int) -> tuple[list[list[str]], int] | None:
         return None
     starts = [s for s, _ in header]
     rows: list[list[list[str]]] = []
+    starts_at = [i]
     j = i + 1
     if j < len(lines) and _RULER.match(lines[j]) and lines[j].strip():
         j += 1
@@ -88,13 +90,14 @@ def _grid(lines: list[str], i: int) -> tuple[list[list[str]], int] | None:
             break
         if columns[0] == 0 or not rows:
             rows.append([[] for _ in starts])
+            starts_at.append(j)
         for column, (_, text) in zip(columns, fields, strict=True):
             rows[-1][column].append(text)
         j += 1
     if len(rows) < 2:
         return None
     cells = [[text for _, text in header]] + [[join_wrapped(c) for c in row] for row in rows]
-    return cells, j
+    return cells, starts_at, j
 
 
 def line_blocks(lines: list[str], row: int, page: int | None) -> list[Block]:
@@ -143,8 +146,9 @@ def text_blocks(
             i += 1
             continue
         if grid := _grid(lines, i):
-            cells, end = grid
-            blocks.append(stack.place(table_block(cells, 1, first_row + i, page)))
+            cells, starts_at, end = grid
+            row_lines = [first_row + k for k in starts_at]
+            blocks.append(stack.place(table_block(cells, 1, row_lines, page)))
             i = end
             continue
         j = i + 1

@@ -194,3 +194,24 @@ def test_changelogs_and_licences_beside_manuals_are_skipped_not_pretrained(sampl
     assert set(pretrain["source_file"]) == {p.name for p in (sample_data / "manuals").iterdir()}
     text = "\n".join(pretrain["text"])
     assert not any(marker in text for marker in ("Changelog", "K1000TiC", "AS IS", "MIT"))
+
+
+def test_a_state_written_before_a_block_column_existed_reads_its_manuals_again(
+    sample_data, tmp_path
+):
+    """A snapshot whose manual blocks lack a column of today's block schema (row_lines, say):
+    the next refresh reads its unchanged manuals again rather than carry the old blocks, and
+    the knowledge base has each table row's own line."""
+    run = Sources(sample_data / "manuals", manuals=sample_data / "manuals")
+    out = tmp_path / "out"
+    first = refresh("clean-manuals", run, out, CFG).path
+    state = out / "state" / first.name / "manual_blocks.parquet"
+    pl.read_parquet(state).drop("row_lines").write_parquet(state)
+    second = refresh("clean-manuals", run, out, CFG).path
+    blocks = pl.read_parquet(out / "state" / second.name / "manual_blocks.parquet")
+    tables = blocks.filter(pl.col("kind") == "table")
+    assert tables.height and tables["row_lines"].null_count() == 0
+    kb = pl.read_parquet(second / "fault_codes")
+    assert kb.sort("code").equals(pl.read_parquet(first / "fault_codes").sort("code"))
+    sinumerik = kb.filter(pl.col("source_file").str.starts_with("sinumerik"))
+    assert sinumerik["source_row"].n_unique() == sinumerik.height

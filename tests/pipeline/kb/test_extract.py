@@ -15,6 +15,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from pipeline.ingest.documents.blocks import block_frame
+from pipeline.ingest.documents.markdown import markdown_blocks
 from pipeline.kb.extract import extract_fault_tables, fault_entries
 from pipeline.kb.fault_codes import merge_knowledge_base
 from pipeline.kb.tables import header_field
@@ -27,7 +29,8 @@ CFG = ManualsConfig()
 
 def document(name: str, *blocks: dict) -> pl.DataFrame:
     """A document's blocks: each dict gives kind, text or cells, and optionally heading_path,
-    header_rows, row (the block's first line) and page."""
+    header_rows, row (the block's first line), row_lines (a table's: each row's line) and
+    page."""
     rows = []
     for i, b in enumerate(blocks):
         cells = b.get("cells")
@@ -46,6 +49,7 @@ def document(name: str, *blocks: dict) -> pl.DataFrame:
                 "cells": cells,
                 "header_rows": b.get("header_rows", 0),
                 "page": b.get("page"),
+                "row_lines": b.get("row_lines"),
             }
         )
     return pl.DataFrame(rows, schema=DOCUMENT_BLOCK_SCHEMA)
@@ -90,6 +94,8 @@ FANUC = document(
         ],
         FANUC_PATH,
         page=412,
+        row=11,
+        row_lines=[11, 13, 14, 15, 16, 17, 18, 19],  # PDF: the header line, a ruler, a row a line
     ),
 )  # fmt: skip
 
@@ -142,6 +148,8 @@ MITSUBISHI = document(
         ],
         MITSUBISHI_PATH,
         header_rows=0,
+        row=30,
+        row_lines=[30, 32, 33, 34, 36],  # Markdown: the header, the ruler, a row wrapped
     ),
 )  # fmt: skip
 
@@ -242,6 +250,8 @@ SERVO = document(
         ],
         SERVO_PATH,
         header_rows=0,
+        row=41,
+        row_lines=[41, 42, 44, 45],  # an aligned text grid, AL-02 wrapped over two lines
     ),
 )
 SERVO_CFG = ManualsConfig(
@@ -321,7 +331,13 @@ def test_fanuc_alarm_list_table() -> None:
     assert sv0401["causes"] == ["伺服放大器的就绪信号（VRDY）断开", "放大器控制电源电压不足"]
     assert sv0401["remedies"] == ["检查 MCC 回路", "确认控制电源 DC24V"]
     assert sv0401["language"] == "zh" and sv0401["source_kind"] == "fault_table"
-    assert sv0401["source_row"] == 11  # the table block's row
+    # each entry at its row's line: a row continued on the next (wrapped, merged code cell)
+    # at its first; both codes of a combined cell at their row's
+    rows = dict(zip(kb["code"], kb["source_row"], strict=True))
+    assert rows == {
+        "FANUC:SV0401": 14, "FANUC:SV0404": 16, "FANUC:SV0410": 17, "FANUC:SV0411": 17,
+        "FANUC:SV0436": 18,
+    }  # fmt: skip
     assert sv0401["source"] == " > ".join(["fanuc_0if_maintenance.pdf", *FANUC_PATH])
     assert entry(kb, "FANUC:SV0411")["remedies"] == ["检查机械负载", "确认参数设定"]
     assert entry(kb, "FANUC:SV0436")["causes"] == ["电机电流长时间超过额定值", "制动器未释放"]
@@ -347,6 +363,11 @@ def test_mitsubishi_class_and_detail_numbers_with_a_range_and_an_unmarked_header
     params = kb.filter(pl.col("code").str.starts_with("MITSUBISHI:S02"))
     assert params["message"].to_list() == ["Initial parameter error"] * 3
     assert params["record_id"].n_unique() == 3
+    # the first row was taken for the header: the entries' lines are those of the rows after
+    assert dict(zip(kb["code"], kb["source_row"], strict=True)) == {
+        "MITSUBISHI:M01-0001": 32, "MITSUBISHI:M01-0003": 33, "MITSUBISHI:S02-2219": 34,
+        "MITSUBISHI:S02-2220": 34, "MITSUBISHI:S02-2221": 34, "MITSUBISHI:Z70-0001": 36,
+    }  # fmt: skip
     dog = entry(kb, "MITSUBISHI:M01-0001")
     assert dog["description"].startswith("The near-point dog was overrun")
     assert dog["remedies"] == ["Increase the length of the near-point dog."]
@@ -397,6 +418,8 @@ def test_haas_alarm_list_with_the_number_in_the_second_column() -> None:
     assert overload["message"] == "X SERVO OVERLOAD"
     assert overload["description"] == "Excessive load on the X-axis motor."
     assert "Servo" not in (overload["message"], overload["description"])
+    # blocks given without row lines (written by hand): every entry at the table's row
+    assert set(kb["source_row"]) == {11}
 
 
 def test_tables_without_a_code_column_give_no_entries() -> None:
@@ -414,6 +437,7 @@ def test_headerless_table_whose_column_is_all_codes_takes_the_configured_family(
     overcurrent = entry(kb, "DS2:AL-01")
     assert overcurrent["message"] == "过电流"
     assert overcurrent["remedies"] == ["检查电机动力线是否短路", "更换驱动器"]  # by content
+    assert kb.sort("code")["source_row"].to_list() == [41, 42, 44, 45]  # no header row
     unconfigured = fault_entries(SERVO, CFG).kept  # nothing names the controller
     assert set(unconfigured["code"]) == {c.replace("DS2", "UNKNOWN") for c in kb["code"]}
 
@@ -523,3 +547,24 @@ def test_stage_function_reads_the_run_configuration() -> None:
 )
 def test_header_synonyms(cell: str, field: str | None) -> None:
     assert header_field(cell) == field
+
+
+def test_entries_of_a_parsed_table_point_at_their_rows_lines() -> None:
+    """From the file to the knowledge base: a SINUMERIK alarm list in Markdown, one entry a
+    row (25050's remedy wrapped with `<br>` stays on its row's line)."""
+    text = (
+        "# SINUMERIK 840D sl 诊断手册\n"
+        "\n"
+        "## NC 报警\n"
+        "\n"
+        "| 报警号 | 报警文本 | 处理 |\n"
+        "| --- | --- | --- |\n"
+        "| 25000 | 轴 %1 主动编码器硬件故障 | 检查编码器电缆 |\n"
+        "| 25050 | 轴 %1 轮廓监控 | 检查 MD36400<br>降低加速度 |\n"
+        "| 25201 | 轴 %1 驱动故障 | 检查驱动器报警 |\n"
+    )
+    blocks = block_frame(markdown_blocks(text), "sinumerik_alarms.md")
+    kb = fault_entries(blocks, CFG).kept
+    assert kb.select("code", "source_row").rows() == [
+        ("SINUMERIK:25000", 7), ("SINUMERIK:25050", 8), ("SINUMERIK:25201", 9),
+    ]  # fmt: skip

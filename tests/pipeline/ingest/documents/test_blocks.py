@@ -2,6 +2,7 @@
 sections cut from blocks at headings (line positions kept for lineage)."""
 
 import polars as pl
+import pytest
 
 from pipeline.ingest.documents.blocks import (
     Block,
@@ -41,13 +42,21 @@ def test_table_rendering_merges_header_rows_and_escapes() -> None:
     assert render_table([["a", "b"]], 0) == "| --- | --- |\n| a | b |"
 
 
+def test_a_table_block_needs_the_line_of_every_row() -> None:
+    block = table_block([["Code", "Message"], ["1005", "LUBE LOW"]], 1, [8, 10], row=7)
+    assert (block.row, block.row_lines) == (7, [8, 10])
+    assert table_block([["1005", "LUBE LOW"]], 0, [4]).row == 4
+    with pytest.raises(ValueError, match="2 rows given 1 row lines"):
+        table_block([["Code", "Message"], ["1005", "LUBE LOW"]], 1, [8])
+
+
 def test_sections_from_blocks_keep_lines_and_chunk_at_headings() -> None:
     stack = HeadingStack()
     blocks = [
         stack.place(Block("paragraph", "HMC-500 service manual", 1)),
         stack.heading(1, "5 Alarms", 3),
         stack.place(Block("paragraph", "Alarms stop the spindle.\nReset after repair.", 5)),
-        stack.place(table_block([["Code", "Message"], ["1005", "LUBE LOW"]], 1, 8)),
+        stack.place(table_block([["Code", "Message"], ["1005", "LUBE LOW"]], 1, [8, 10])),
         stack.heading(2, "5.1 Lube", 12),
         stack.place(Block("labelled", "Remedy: refill way oil.", 13, cells=[["Remedy", "refill"]])),
         stack.heading(1, "6 Parts", 15),
@@ -57,6 +66,8 @@ def test_sections_from_blocks_keep_lines_and_chunk_at_headings() -> None:
     assert frame["block"].to_list() == list(range(7))
     assert frame["heading_path"].to_list()[5] == ["5 Alarms", "5.1 Lube"]
     assert frame["record_id"].n_unique() == 7
+    # a table's rows each at their line; a labelled item at its one line; others none
+    assert frame["row_lines"].to_list() == [None, None, None, [8, 10], None, [13], None]
     sections = sections_from_blocks(frame, "FANUC")
     assert sections.schema == pl.Schema(MANUAL_SECTION_SCHEMA)
     assert sections.select("source_row", "body_row", "level").rows() == [

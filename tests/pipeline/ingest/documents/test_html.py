@@ -74,6 +74,8 @@ def test_table_page_drops_boilerplate_and_resolves_spans(tmp_path: Path) -> None
     assert table["header_rows"] == 1
     assert table["heading_path"] == ["Mill alarms", "Spindle and tool changer"]
     assert table["source_row"] == 14  # the line of <table>
+    # the line of each <tr>: the header on 15, the 102 row's cell wraps onto line 18
+    assert table["row_lines"] == [15, 17, 19, 20]
     assert blocks["level"].to_list()[4:] == [1, 2]
     assert blocks["text"][4:].to_list() == [
         "Tool changer alarms", "Alarm 113 needs a tool changer recovery.",
@@ -109,6 +111,7 @@ def test_definition_list_page_gives_one_definition_per_term(tmp_path: Path) -> N
     ]
     assert all(b.heading_path == ["FANUC 0i-F 程序报警（PS 报警）"] for b in defs)
     assert [b.row for b in defs] == [4, 5, 6]
+    assert [b.row_lines for b in defs] == [[4], [5], [6]]
     labelled = blocks[-1]
     assert (labelled.kind, labelled.cells) == ("labelled", [["处理", "修改程序后按 RESET 键。"]])
 

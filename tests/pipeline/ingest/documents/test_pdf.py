@@ -33,8 +33,19 @@ ALARMS = [
 ]
 
 
-def _alarm_pdf(path: Path, rows: list[tuple[str, ...]], title: str) -> None:
-    pdf = FPDF()
+class _ManualPages(FPDF):
+    """Pages with the running header vendors print at the top of every page."""
+
+    def header(self) -> None:
+        self.set_font("Helvetica", size=7)
+        self.cell(0, 5, "B-64695EN/01 MAINTENANCE", new_x="LMARGIN", new_y="NEXT")
+        self.ln(2)
+
+
+def _alarm_pdf(
+    path: Path, rows: list[tuple[str, ...]], title: str, pdf: FPDF | None = None
+) -> None:
+    pdf = pdf or FPDF()
     pdf.set_font("Helvetica", size=9)
     pdf.add_page()
     pdf.set_font("Helvetica", style="B", size=12)
@@ -84,6 +95,28 @@ def test_alarm_table_over_two_pages_is_one_table_without_the_repeated_header(
     section = result.kept.filter(pl.col("heading_path").list.len() == 1).row(0, named=True)
     assert "| Alarm No. | Message | Description / Remedy |" in section["text"]
     assert f"| SV0443 | {ALARMS[43][1]} | {ALARMS[43][2]} |" in section["text"]
+    # title on line 1, the paragraph on 3, the table from 5: its header line, the ruler, then
+    # one line a row, the rows of pages 2 and 3 right after those of page 1
+    assert table["source_row"] == 5
+    assert table["row_lines"] == [5, *range(7, 7 + len(ALARMS))]
+    lines = section["text"].split("\n")
+    for (code, *_), line in zip(ALARMS, table["row_lines"][1:], strict=True):
+        assert lines[line - section["body_row"]].startswith(f"| {code} |"), code
+
+
+def test_rows_continued_under_a_running_page_header_follow_its_lines(tmp_path: Path) -> None:
+    path = tmp_path / "fanuc_servo_alarms.pdf"
+    _alarm_pdf(path, ALARMS, "4.1 Servo alarms (SV alarm)", _ManualPages())
+    blocks = pdf_blocks(path).blocks
+    (table,) = [b for b in blocks if b.kind == "table"]
+    assert [r[0] for r in table.cells[1:]] == [a[0] for a in ALARMS]
+    headers = [b for b in blocks if b.text == "B-64695EN/01 MAINTENANCE"]
+    assert [b.page for b in headers] == [1, 2, 3]
+    lines = table.row_lines
+    assert len(lines) == len(table.cells) and lines == sorted(set(lines))
+    for header in headers[1:]:  # the rows after a page header start on the line after it
+        first = next(line for line in lines if line > header.row)
+        assert first == header.row + 2, (header.page, lines)
 
 
 def test_cells_wrapped_over_several_lines_and_a_merged_cell(tmp_path: Path) -> None:
@@ -119,6 +152,8 @@ def test_cells_wrapped_over_several_lines_and_a_merged_cell(tmp_path: Path) -> N
         ["SP9002", "SPINDLE FAN STOPPED",
          "The fan of the spindle motor stopped or turns too slowly.", remedy],
     ]  # fmt: skip
+    # a row wrapped over several PDF lines is one rendered line
+    assert (table.row, table.row_lines) == (1, [1, 3, 4])
 
 
 LEFT = [

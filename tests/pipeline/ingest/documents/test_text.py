@@ -37,6 +37,8 @@ def test_aligned_column_grid_is_one_table_with_wrapped_cells() -> None:
         ["1001", "X 轴正向硬限位", "手动反向移出限位，检查限位开关"],
         ["1002", "主轴报警", "检查主轴驱动器报警号"],
     ]
+    # header on line 5 (ruler on 6); 1001 wrapped over lines 8 and 9: its first line
+    assert table.row_lines == [5, 7, 8, 10]
     assert table.text.split("\n")[:2] == ["| 报警号 | 报警内容 | 处理方法 |", "| --- | --- | --- |"]
 
 
@@ -46,8 +48,9 @@ def test_tab_separated_grid() -> None:
         "E-102\tSpindle overload\tReduce the cut",
         "E-103\tLube low\tRefill",
     ]
-    (table,) = text_blocks(lines)
+    (table,) = text_blocks(lines, first_row=41)
     assert table.cells[2] == ["E-103", "Lube low", "Refill"]
+    assert table.row_lines == [41, 42, 43]
 
 
 def test_prose_with_double_spaces_is_not_a_grid() -> None:
@@ -86,6 +89,7 @@ def test_labelled_guide_in_utf16_gives_labelled_blocks_and_kb_entries(tmp_path: 
         [["处理", "减轻负载，或增大参数 P52 的加减速时间。"]],
     ]
     assert labelled["source_row"].to_list() == [6, 7, 10, 13, 14]
+    assert labelled["row_lines"].to_list() == [[6], [7], [10], [13], [14]]
     assert set(labelled["heading_path"].to_list()[0]) == {"二、伺服报警"}
     items = blocks.filter(blocks["kind"] == "list_item")["text"].to_list()
     assert items == ["1. 检查驱动器输入电源 AC 220V。", "2. 检查急停回路与 MCC 线圈。"]
