@@ -1,9 +1,11 @@
 """`make demo`'s snapshot, held to the one published before the funnels were redeclared
 (issue "One declared funnel per source kind"): every Parquet file and plan.json byte for byte.
 
-The golden file was written from the demo at 5d2eafc by
+The golden file is written by
 `python -m tools.snapshot_digest out/demo --golden > tests/golden/demo_snapshot.json`; a change
-that means to change what is published regenerates it the same way and says why in its commit.
+that means to change what is published regenerates it the same way and says why in its commit
+(`git log tests/golden/` lists them: the redesign kept 5d2eafc's files byte for byte; the
+document block model changed only the record ids of manual table entries).
 Parquet bytes depend on the writer's version: where polars or pyarrow differ from those that
 wrote the golden file, the rows are compared instead (and the test says so).
 """
