@@ -28,7 +28,7 @@ from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
 from pipeline.kb.layouts import labelled_entries, split_codes
 from pipeline.kb.tables import table_entries
-from pipeline.text.alarm_codes import canonical_code, family_from_code
+from pipeline.text.alarm_codes import canonical_code, code_family, family_from_code
 from pipeline.text.language import detect_language
 from schemas.manuals import FAULT_CODE_SCHEMA, VendorTableSource
 
@@ -141,7 +141,7 @@ def finish_entries(raw: pl.DataFrame, source_kind: str) -> StageResult:
             raw = raw.with_columns(pl.lit(None, dtype=pl.String).alias(col))
     raw = raw.with_columns([_blank_to_null(c) for c in FIELDS])
     text = pl.concat_str("symptom", "message", "description", "cause", "remedy", ignore_nulls=True)
-    family = pl.coalesce("family", family_from_code(pl.col("code")))
+    family = code_family(pl.coalesce("family", family_from_code(pl.col("code"))), pl.col("code"))
     frame = raw.with_columns(
         record_id=pl.Series(
             [

@@ -221,7 +221,8 @@ def table_entries(cells: list[list[str]], header_rows: int) -> tuple[list[dict],
     """(entries, header text of the code column) of a fault table, None when the table is not
     one. An entry holds `row` (the index in `cells` of its first row), `raw`, `code` or
     `symptom` and its fields; a row repeating the code above (a merged cell) or without a code
-    continues that entry."""
+    continues that entry. An entry with a description but no message has the description as
+    its message (`Error No. | Details | Remedy`), as vendor tables do."""
     header, body = split_header(cells, header_rows)
     layout = table_layout(header, body)
     if layout is None:
@@ -247,5 +248,8 @@ def table_entries(cells: list[list[str]], header_rows: int) -> tuple[list[dict],
                 entry["message"] = found[1]
         entries.append(entry)
         last_key = key
+    for entry in entries:
+        if "message" not in entry and "description" in entry:
+            entry["message"] = entry.pop("description")  # the only text: the alarm's message
     column = layout.code
     return entries, " ".join(r[column] for r in header if column is not None and column < len(r))

@@ -4,8 +4,9 @@ A heading, paragraph or list item that names a code (`报警 1010 主轴过热`,
 CLAMP PRESSURE LOW**`, `25201 Axis %1 drive fault`), a definition whose term holds a code
 (Heidenhain `8B40-0001` / its text), or a labelled item naming one (`报警号：1010`) opens an
 entry. The labelled items that follow (原因：…, Cause: …, 处理方法, Remedy, Ursache), the list
-items under a label and the labelled lines inside a definition fill its fields (label → field
-by `LABELS`). Unlabelled paragraphs after a heading or bold code are classified as remedy,
+items under a label, the labelled lines inside a definition and the text under a sub-heading
+naming a field (SINUMERIK `Explanation` / `Reaction` / `Remedy`) fill its fields (label →
+field by `LABELS`). Unlabelled paragraphs after a heading or bold code are classified as remedy,
 cause or description (`classify_prose`). A heading or a table ends the entry; a paragraph ends
 a label's field once it has text, as a blank line does in a text manual.
 """
@@ -55,6 +56,8 @@ class BlockReader:
     def read(self, block: dict) -> None:
         """Read one block (a row of DOCUMENT_BLOCK_SCHEMA as a dict)."""
         kind = block["kind"]
+        if kind == "heading" and self._subheading(block):
+            return
         if kind == "heading":
             self.close()
             if found := code_start(block["text"].strip(), strict=False):
@@ -71,6 +74,19 @@ class BlockReader:
         else:
             self.close()
 
+    def _subheading(self, block: dict) -> bool:
+        """A heading below the current entry's code heading that names a field (Explanation,
+        Reaction, Remedy, 原因, 处理方法): the text after it fills that field."""
+        current = self.current
+        if current is None or current["kind"] != "heading" or block["level"] <= current["level"]:
+            return False
+        name = header_field(block["text"].strip())
+        if name not in _CONTENT:
+            return False
+        self.field, self.prose = name, False
+        current["raw"] += "\n" + block["text"].strip()
+        return True
+
     def close(self) -> None:
         """End the current entry."""
         self.current, self.field, self.prose = None, None, False
@@ -82,6 +98,7 @@ class BlockReader:
             "block": block["block"],
             "source_row": block["source_row"],
             "kind": block["kind"],
+            "level": block["level"] or 0,
             "heading_path": block["heading_path"] or [],
             "raw": raw,
             **{k: v for k, v in values.items() if v},

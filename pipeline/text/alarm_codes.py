@@ -334,10 +334,20 @@ def _in_context(family: str, name: str | None = None) -> pl.Expr:
     return pl.when(pl.col("_family") == family).then(pl.lit(prefix)).otherwise(pl.lit("-:"))
 
 
+def code_family(family: pl.Expr, code: pl.Expr) -> pl.Expr:
+    """The family a code is filed under: a SINAMICS drive fault or alarm (F07801, A07850) of a
+    SINUMERIK control is `SINAMICS`, as `extract_alarm_codes` files it; else `family`."""
+    drive = (family == "SINUMERIK") & code_body(code).str.contains(r"^[FA]\d{5}$")
+    return pl.when(drive.fill_null(False)).then(pl.lit("SINAMICS")).otherwise(family)
+
+
 def canonical_code(family: pl.Expr, code: pl.Expr) -> pl.Expr:
     """`FAMILY:CODE` for a code read from a code column: spaces dropped, upper case, two-letter
-    FANUC-style prefixes padded to four digits (SV401 -> SV0401); `UNKNOWN` without a family."""
-    return pl.concat_str(family.fill_null("UNKNOWN"), pl.lit(":"), code_body(code))
+    FANUC-style prefixes padded to four digits (SV401 -> SV0401); `UNKNOWN` without a family;
+    the family as `code_family` files it."""
+    return pl.concat_str(
+        code_family(family, code).fill_null("UNKNOWN"), pl.lit(":"), code_body(code)
+    )
 
 
 def family_from_code(code: pl.Expr) -> pl.Expr:

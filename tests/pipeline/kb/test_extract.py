@@ -568,3 +568,22 @@ def test_entries_of_a_parsed_table_point_at_their_rows_lines() -> None:
     assert kb.select("code", "source_row").rows() == [
         ("SINUMERIK:25000", 7), ("SINUMERIK:25050", 8), ("SINUMERIK:25201", 9),
     ]  # fmt: skip
+
+
+def test_field_sub_headings_under_a_code_heading() -> None:
+    # A Chinese controller manual: the alarm a heading, its cause and remedy sub-headings.
+    top = ["HNC-8 报警说明"]
+    doc = document(
+        "hnc8_alarms.html",
+        heading("1001 主轴过热", [*top, "1001 主轴过热"], 2),
+        heading("原因", [*top, "1001 主轴过热", "原因"], 3),
+        para("主轴电机冷却风扇故障。", [*top, "1001 主轴过热", "原因"]),
+        heading("处理方法", [*top, "1001 主轴过热", "处理方法"], 3),
+        para("检查风扇并清洁散热片。", [*top, "1001 主轴过热", "处理方法"]),
+        heading("处理方法", [*top, "处理方法"], 2),  # not below a code heading: ends it
+        para("按复位键清除报警。", [*top, "处理方法"]),
+    )
+    kb = fault_entries(doc, CFG).kept
+    assert kb.select("code", "message", "causes", "remedies").rows() == [
+        ("HNC:1001", "主轴过热", ["主轴电机冷却风扇故障"], ["检查风扇并清洁散热片"])
+    ]
