@@ -110,6 +110,13 @@ class ManualsConfig(BaseModel):
         "base; a file matching one of their patterns is read as that table before any other "
         "kind is considered",
     )
+    max_pdf_pages: int = Field(
+        2000,
+        ge=1,
+        description="a PDF manual with more pages than this (counted in its page tree, before "
+        "any page is read) is quarantined unread with reason 'too_many_pages' and the run goes "
+        "on (bench/bench_documents.py measures the extraction time per 100 pages)",
+    )
     fault_table_family: str | None = Field(
         None,
         description="code family of a vendor fault table read without a `vendor_tables` entry "

@@ -1,7 +1,8 @@
 """The manual funnel, declared in `FUNNEL`:
 
 parse    per file: sections (pages without text rejected; a readme, licence or provenance
-         note rejected whole as `not_manual_text`)
+         note rejected whole as `not_manual_text`; a PDF of more than `max_pdf_pages` pages
+         quarantined unread as `too_many_pages`)
 funnel   over the run, on parsed and carried sections:
          sections -> chunks (pretraining text, tokens counted) -> redact (PII)
          sections -> alarm tables -+
@@ -84,10 +85,12 @@ def _placeholders(frame: pl.DataFrame, text: list[str], lists: list[str]) -> int
 REDACT = Stage("redact", needs=("record_id",), adds=(), fn=_redact)
 
 
-def parse(path: Path, source: ManualSource, root: Path) -> dict[str, StageResult]:
+def parse(
+    path: Path, source: ManualSource, root: Path, max_pdf_pages: int | None = None
+) -> dict[str, StageResult]:
     """One manual -> sections (`parse`, its state the file's ledger row) and its document
-    blocks (`blocks`)."""
-    result = read_manual(path, source, root)
+    blocks (`blocks`); a PDF of more than `max_pdf_pages` pages raises (quarantined)."""
+    result = read_manual(path, source, root, max_pdf_pages)
     blocks = result.state["blocks"]
     data = path.read_bytes()
     if source.format != "pdf" and not is_manual_text(path, "\n".join(result.kept["text"])):
@@ -194,7 +197,10 @@ PARSE = Step(
     "manuals.parse",
     "file",
     lambda cfg, f, p: parse(
-        Path(p["path"]), ManualSource.model_validate(p["source"]), Path(p["root"])
+        Path(p["path"]),
+        ManualSource.model_validate(p["source"]),
+        Path(p["root"]),
+        cfg.manuals.max_pdf_pages,
     ),
     stages=("parse",),
     counted=False,

@@ -3,8 +3,9 @@ reject row with a reason and a one-line detail, and a manifest entry; the run go
 
 Reasons: `unreadable_file` and `undecodable_file` (from the readers' `InputFileError`, and for
 a file of a format we read whose bytes are empty, binary or a damaged archive), `cannot_open`
-(the OS refused). Files that must never be read (a symlink leaving the input, a published
-corpus inside it) are skipped with a reason instead (`pipeline.ingest.inventory`).
+(the OS refused), `too_many_pages` (a PDF manual over `manuals.max_pdf_pages`). Files that
+must never be read (a symlink leaving the input, a published corpus inside it) are skipped
+with a reason instead (`pipeline.ingest.inventory`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,10 @@ from schemas.manuals import MANUAL_SECTION_SCHEMA
 
 SOURCE_KIND = "manual"
 _HAN_END = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
-_LIST_MARK = re.compile(r"^\s*(?:[-*•·▪◦]\s+|\d{1,2}[.)、]\s*|[（(]\d{1,2}[)）]\s*|[①-⑳]\s*)\S")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_LIST_MARK = re.compile(
+    r"^\s*(?:[-*•·▪◦]\s+|\d{1,2}[.．)、](?!\d)\s*|[（(]\d{1,2}[)）]\s*|[①-⑳]\s*)\S"
+)
 
 
 class ManualError(InputFileError, ValueError):
@@ -83,9 +86,12 @@ class HeadingStack:
 
 
 def join_wrapped(lines: list[str]) -> str:
-    """Lines of one wrapped cell or sentence as one value: Han text joined without a space,
-    other text with one; a line that starts a list item stays on its own line."""
+    """Lines of one wrapped cell or sentence as one value: other text joined with a space;
+    without one where the break touches a Han character or the line before holds Han text
+    (Chinese is wrapped at any character, `参数N` + `o.1829` is `参数No.1829`); a line that
+    starts a list item stays on its own line."""
     out = ""
+    before = ""
     for line in (part.strip() for part in lines):
         if not line:
             continue
@@ -94,7 +100,9 @@ def join_wrapped(lines: list[str]) -> str:
         elif _LIST_MARK.match(line):
             out += "\n" + line
         else:
-            out += ("" if _HAN_END.match(out[-1]) and _HAN_END.match(line[0]) else " ") + line
+            han = _HAN_END.match(out[-1]) or _HAN_END.match(line[0]) or _HAN.search(before)
+            out += ("" if han else " ") + line
+        before = line
     return out
 
 

@@ -62,10 +62,10 @@ def _family(text: str, source: ManualSource) -> str | None:
     return name if count else None
 
 
-def _parse(path: Path, source: ManualSource) -> Document:
+def _parse(path: Path, source: ManualSource, max_pdf_pages: int | None) -> Document:
     """The file's blocks by its format (a text format: the decoded text's lines counted)."""
     if source.format == "pdf":
-        return pdf_blocks(path)
+        return pdf_blocks(path, max_pdf_pages)
     text, _ = read_text(path, source.encoding)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
@@ -79,13 +79,17 @@ def _parse(path: Path, source: ManualSource) -> Document:
 
 
 def read_manual(
-    path: str | Path, source: ManualSource, root: str | Path | None = None
+    path: str | Path,
+    source: ManualSource,
+    root: str | Path | None = None,
+    max_pdf_pages: int | None = None,
 ) -> StageResult:
     """One manual → sections (MANUAL_SECTION_SCHEMA), its blocks in `state["blocks"]`
-    (DOCUMENT_BLOCK_SCHEMA); textless PDF pages and documents are rejected."""
+    (DOCUMENT_BLOCK_SCHEMA); textless PDF pages and documents are rejected; a PDF of more
+    than `max_pdf_pages` pages raises `TooManyPagesError` (None: no limit)."""
     path = Path(path)
     rel = relative_path(path, root)
-    document = _parse(path, source)
+    document = _parse(path, source, max_pdf_pages)
     blocks = block_frame(document.blocks, rel)
     kept = sections_from_blocks(blocks, _family("\n".join(blocks["text"]), source))
     rejected = empty_rejects()

@@ -11,8 +11,12 @@ memory stays bounded on a manual of thousands of pages).
   as a title, in their place). Wide gaps between words keep their width, so an unruled grid
   is found as in plain text. The lines become blocks as plain text does (`text.text_blocks`),
   the PDF outline giving the headings when there is one.
+- Running heads and footers (a line in the top or bottom tenth of a page that a page at most
+  two away repeats at the same height, page numbers aside: `第七章 报警信息`, `— 213 —`) are
+  dropped, so they neither cut a table continued over pages nor become headings.
 - A page without text is reported (`no_text_layer`); a file that does not open, is damaged or
-  is encrypted raises `ManualError` naming the file.
+  is encrypted raises `ManualError` naming the file; one with more pages than allowed (counted
+  in the page tree, before any page is read) raises `TooManyPagesError`.
 
 `row` of a block: its line in the document's text as read here (a blank line between
 paragraphs, a table its rendered lines), counted over the document. `row_lines` of a table:
@@ -25,12 +29,15 @@ from __future__ import annotations
 import bisect
 import re
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pdfplumber
-from pdfminer.pdfdocument import PDFNoOutlines
+from pdfminer.pdfdocument import PDFDocument, PDFNoOutlines
+from pdfminer.pdfparser import PDFParser
+from pdfminer.pdftypes import resolve1
 
 from pipeline.ingest.documents.blocks import (
     Block,
@@ -45,6 +52,27 @@ from pipeline.ingest.documents.text import text_blocks
 
 _HEADER_CELL = re.compile(r"^[^\d]{1,40}$")
 _X_TOLERANCE = 6.0
+# Running heads and footers: lines in the top or bottom tenth of a page that a page at most
+# _NEAR pages away repeats at the same height (page numbers aside).
+_BAND = 0.1
+_NEAR = 2
+_SAME_TOP = 3.0
+
+
+class TooManyPagesError(ManualError):
+    """A PDF with more pages than `manuals.max_pdf_pages`: quarantined unread."""
+
+    reason = "too_many_pages"
+
+
+def _page_count(path: Path) -> int | None:
+    """The page count the page tree's root declares (None where it declares none), read
+    with pdfminer alone: no page is listed or parsed."""
+    with path.open("rb") as stream:
+        catalog = PDFDocument(PDFParser(stream)).catalog
+        count = resolve1(resolve1(catalog.get("Pages")) or {}).get("Count")
+        count = resolve1(count)
+    return count if isinstance(count, int) else None
 
 
 def _outline(pdf: Any) -> dict[str, int]:
@@ -170,6 +198,49 @@ def _lines(words: list[dict]) -> list[list[dict]]:
     return [sorted(line, key=lambda w: w["x0"]) for line in lines]
 
 
+def _signature(line: list[dict]) -> str:
+    """A line's words with their numbers masked (`— 213 —` and `— 214 —` are alike)."""
+    return re.sub(r"\d+", "#", " ".join(w["text"] for w in line))
+
+
+def _in_band(obj: dict, height: float) -> bool:
+    return obj["bottom"] <= height * _BAND or obj["top"] >= height * (1 - _BAND)
+
+
+def _band_lines(page: Any) -> list[tuple[str, float]]:
+    """(signature, top) of the lines in a page's top and bottom bands."""
+    words = page.filter(lambda obj: _in_band(obj, page.height)).extract_words()
+    return [(_signature(line), line[0]["top"]) for line in _lines(words)]
+
+
+def _running(line: list[dict], height: float, near: list[tuple[str, float]]) -> bool:
+    """Whether a line is a running head or footer: in a band, repeated on a page near by."""
+    if not all(_in_band(w, height) for w in line):
+        return False
+    signature, top = _signature(line), line[0]["top"]
+    return any(s == signature and abs(t - top) <= _SAME_TOP for s, t in near)
+
+
+def _pages(pdf: Any) -> Iterator[tuple[int, Any, list[tuple[str, float]]]]:
+    """(number, page, band lines of the pages near it); a page is closed once read, so at most
+    _NEAR + 1 pages are open (those ahead parsed for their bands)."""
+    pages = pdf.pages
+    bands: dict[int, list[tuple[str, float]]] = {}
+    for index, page in enumerate(pages):
+        for ahead in range(index, min(index + _NEAR + 1, len(pages))):
+            if ahead not in bands:
+                bands[ahead] = _band_lines(pages[ahead])
+        near = [
+            line
+            for other in range(index - _NEAR, index + _NEAR + 1)
+            if other != index
+            for line in bands.get(other, [])
+        ]
+        yield index + 1, page, near
+        page.close()
+        bands.pop(index - _NEAR, None)
+
+
 def _line_text(words: list[dict], left: float, unit: float) -> str:
     """A line's words; a gap wider than two characters becomes spaces up to the word's
     column (`unit`: the page's mean character width), so aligned grids stay aligned."""
@@ -209,7 +280,7 @@ def _pitch(items: list[_Item]) -> float | None:
     steps = [
         b.key[2] - a.key[2]
         for a, b in zip(items, items[1:], strict=False)
-        if a.table is None and b.table is None and a.key[:2] == b.key[:2]
+        if a.table is None and b.table is None and a.key[1] == b.key[1]
     ]
     return statistics.median(steps) if len(steps) >= 2 else None
 
@@ -224,8 +295,9 @@ class _Reader:
         self.doc = Document()
         self.open_table: _Table | None = None
 
-    def page(self, page: Any, number: int) -> None:
-        """One page's tables and text, in reading order."""
+    def page(self, page: Any, number: int, near: list[tuple[str, float]]) -> None:
+        """One page's tables and text, in reading order, without its running heads and
+        footers (`near`: the band lines of the pages near it)."""
         self.doc.pages += 1
         if not page.chars:
             self.doc.textless.append(number)
@@ -242,16 +314,18 @@ class _Reader:
             )  # fmt: skip
 
         words = page.filter(outside).extract_words(extra_attrs=["size"])
-        items = self._items(words, tables, page.width)
+        lines = [line for line in _lines(words) if not _running(line, page.height, near)]
+        items = self._items(lines, tables, page.width)
         self._emit(items, number)
 
-    def _items(self, words: list[dict], tables: list[Any], width: float) -> list[_Item]:
+    def _items(self, lines: list[list[dict]], tables: list[Any], width: float) -> list[_Item]:
         """Lines (a two-column page: their halves) and tables, sorted into reading order."""
+        words = [word for line in lines for word in line]
         gutter = _gutter(words, width)
         left = min((w["x0"] for w in words), default=0.0)
         unit = sum(w["x1"] - w["x0"] for w in words) / max(1, sum(len(w["text"]) for w in words))
         items: list[_Item] = []
-        for line in _lines(words):
+        for line in lines:
             size = statistics.median(w["size"] for w in line)
             for column, ws in _split_columns(line, gutter):
                 text = _line_text(ws, left if column != 2 else ws[0]["x0"], unit)
@@ -288,7 +362,7 @@ class _Reader:
                     previous is not None
                     and previous.table is None
                     and (
-                        item.key[:2] != previous.key[:2]
+                        item.key[1] != previous.key[1]
                         or item.key[2] - previous.key[2] > 1.4 * (pitch or item.size * 1.2)
                     )
                 )
@@ -326,15 +400,22 @@ class _Reader:
         self.open_table = _Table(block, _columns(table))
 
 
-def pdf_blocks(path: Path) -> Document:
-    """A PDF → its blocks and the pages without text; ManualError when it cannot be read."""
+def pdf_blocks(path: Path, max_pages: int | None = None) -> Document:
+    """A PDF → its blocks and the pages without text; ManualError when it cannot be read,
+    TooManyPagesError when it has more than `max_pages` pages (None: no limit)."""
     try:
+        pages = _page_count(path) if max_pages is not None else None
+        if max_pages is not None and pages is not None and pages > max_pages:
+            raise TooManyPagesError(
+                f"{path}: {pages} pages, more than manuals.max_pdf_pages ({max_pages}); not read"
+            )
         with pdfplumber.open(path) as pdf:
             reader = _Reader(_outline(pdf))
-            for number, page in enumerate(pdf.pages, start=1):
-                reader.page(page, number)
-                page.close()
+            for number, page, near in _pages(pdf):
+                reader.page(page, number, near)
             return reader.doc
+    except ManualError:
+        raise
     except Exception as exc:  # noqa: BLE001 - pdfminer raises many types on a broken file
         reason = "encrypted" if "password" in f"{type(exc).__name__} {exc!r}".lower() else "damaged"
         raise ManualError(

@@ -26,6 +26,14 @@ def test_join_wrapped_cells() -> None:
     assert join_wrapped(["1. Check the fuse.", "2. Replace the", "fan."]) == (
         "1. Check the fuse.\n2. Replace the fan."
     )
+    # Chinese is wrapped at any character: a Latin run cut by the wrap is joined whole
+    assert join_wrapped(["检查参数N", "o.1828的设定值"]) == "检查参数No.1828的设定值"
+    assert join_wrapped(["按住超程解除键，把", "X轴移出限位"]) == "按住超程解除键，把X轴移出限位"
+    # a number at the start of a wrapped line is no list item; 1．(full-width) is one
+    assert join_wrapped(["气源压力是否达到", "0.5MPa。"]) == "气源压力是否达到0.5MPa。"
+    assert join_wrapped(["1．检查刀架电机。", "2．检查刀位信号。"]) == (
+        "1．检查刀架电机。\n2．检查刀位信号。"
+    )
 
 
 def test_table_rendering_merges_header_rows_and_escapes() -> None:

@@ -2,22 +2,29 @@
 pages, scanned pages, damaged and encrypted files.
 
 The fixtures are built with fpdf2 in the layouts FANUC and SINUMERIK print their alarm lists
-in (code, message, cause/remedy columns; the header repeated on each page). No CJK font is
-installed on the build machines, so the PDF text is English (the vendors' English manuals);
-Chinese text is covered by the text, Markdown and HTML parsers.
+in (code, message, cause/remedy columns; the header repeated on each page), and in the layout
+of GSK/KND Chinese lathe manuals (报警号 | 报警内容 | 处理方法 over many pages, running heads and
+page numbers), that one with the committed font subset of tests/fixtures/fonts (no CJK font
+needs to be installed).
 """
 
+import tracemalloc
 from pathlib import Path
 
+import pdfplumber
+import pdfplumber.page
 import polars as pl
 import pytest
-from fpdf import FPDF
+from fontTools.ttLib import TTFont
+from fpdf import FPDF, FontFace
 
 from pipeline.ingest.documents.blocks import ManualError
 from pipeline.ingest.documents.manuals import read_manual
-from pipeline.ingest.documents.pdf import pdf_blocks
+from pipeline.ingest.documents.pdf import TooManyPagesError, pdf_blocks
+from pipeline.kb.extract import fault_entries
 from schemas.documents import DOCUMENT_BLOCK_SCHEMA
-from schemas.manuals import ManualSource
+from schemas.manuals import ManualsConfig, ManualSource
+from tests.pipeline.ingest.documents import gsk_alarms as gsk
 
 PDF = ManualSource(pattern="*.pdf", format="pdf")
 HEADER = ("Alarm No.", "Message", "Description / Remedy")
@@ -213,3 +220,164 @@ def test_scanned_page_is_flagged_and_damaged_or_encrypted_files_raise(tmp_path: 
     locked.output(str(encrypted))
     with pytest.raises(ManualError, match=r"encrypted\.pdf: not a readable PDF \(encrypted\)"):
         read_manual(encrypted, PDF, tmp_path)
+
+
+FONT = Path(__file__).parents[3] / "fixtures" / "fonts" / "wqy-microhei-subset.ttf"
+GSK_WIDTHS = (16, 36, 76)  # mm: 报警号 | 报警内容 | 处理方法  # mm: 报警号 | 报警内容 | 处理方法
+
+
+class _GskManual(FPDF):
+    """A GSK manual page: running head (manual, chapter) over a rule, page number below."""
+
+    def header(self) -> None:
+        self.set_font("wqy", size=8)
+        self.cell(95, 5, gsk.MANUAL, new_x="RIGHT")
+        self.cell(0, 5, gsk.TITLE, align="R", new_x="LMARGIN", new_y="NEXT")
+        self.line(10, 16, 200, 16)
+        self.ln(4)
+
+    def footer(self) -> None:
+        self.set_y(-12)
+        self.set_font("wqy", size=8)
+        self.cell(0, 5, f"— {self.page_no() + 212} —", align="C")
+
+
+def _gsk_pdf(path: Path) -> None:
+    """The GSK alarm chapter as a PDF."""
+    pdf = _GskManual()
+    pdf.add_font("wqy", fname=str(FONT))
+    pdf.add_page()
+    pdf.set_font("wqy", size=14)
+    pdf.cell(0, 9, gsk.MANUAL, new_x="LMARGIN", new_y="NEXT")
+    pdf.cell(0, 10, gsk.TITLE, new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("wqy", size=10)
+    pdf.multi_cell(0, 6, gsk.INTRO, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(2)
+    pdf.set_font("wqy", size=12)
+    pdf.cell(0, 8, "7.1 报警一览表", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("wqy", size=10)
+    style = FontFace(emphasis="")
+    with pdf.table(
+        col_widths=GSK_WIDTHS, repeat_headings=1, line_height=6, headings_style=style, padding=2
+    ) as table:
+        for values in [gsk.HEADER, *gsk.alarm_rows()]:
+            row = table.row()
+            for value in values:
+                row.cell(value)
+    pdf.output(str(path))
+
+
+def _printed_lines(path: Path) -> list[int]:
+    """How many lines each message and remedy cell is printed over."""
+    with pdfplumber.open(path) as pdf:
+        return [
+            value.count("\n") + 1
+            for page in pdf.pages
+            for table in page.extract_tables()
+            for row in table
+            for value in row[1:]
+        ]
+
+
+def _bare(text: str) -> str:
+    return "".join(text.split())
+
+
+def test_font_subset_holds_every_character_the_chinese_fixture_prints() -> None:
+    cmap = TTFont(FONT).getBestCmap()
+    assert [c for c in gsk.font_text() if ord(c) not in cmap] == []  # else see its README
+
+
+def test_chinese_alarm_table_wrapped_over_many_pages_gives_every_code_whole(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "gsk980tdi_alarms.pdf"
+    _gsk_pdf(path)
+    assert {2, 3, 4} <= set(_printed_lines(path))  # cells wrapped over two to four lines
+    result = read_manual(path, PDF, tmp_path)
+    assert result.counters["pages"] == 5
+    blocks = result.state["blocks"]
+    rows = gsk.alarm_rows()
+    assert len(rows) == 60
+    # One table over every page: the repeated header dropped, each cell's lines one value
+    (table,) = blocks.filter(pl.col("kind") == "table").iter_rows(named=True)
+    assert table["page"] == 1 and table["header_rows"] == 1
+    assert table["cells"][0] == list(gsk.HEADER)
+    body = table["cells"][1:]
+    assert [[_bare(c) for c in row] for row in body] == [[_bare(c) for c in r] for r in rows]
+    # exactly so where the source has no space: no space put into a wrapped word (参数No.1828)
+    exact = [
+        (c, v)
+        for row, r in zip(body, rows, strict=True)
+        for c, v in zip(row, r, strict=True)
+        if " " not in v
+    ]
+    assert len(exact) > 150 and all(c == v for c, v in exact)
+    # No cell, running head or page number became a heading or a paragraph
+    headings = blocks.filter(pl.col("kind") == "heading")
+    assert headings["text"].to_list() == [gsk.TITLE, "7.1 报警一览表"]
+    assert headings["page"].to_list() == [1, 1]
+    others = blocks.filter(pl.col("kind") != "table")["text"].to_list()
+    assert others == [gsk.MANUAL, gsk.TITLE, others[2], "7.1 报警一览表"]
+    assert _bare(others[2]) == _bare(gsk.INTRO)
+    assert table["heading_path"] == [gsk.TITLE, "7.1 报警一览表"]
+
+    kb = fault_entries(blocks, ManualsConfig())
+    assert kb.rejected.height == 0 and kb.counters["entries_table"] == 60
+    entries = kb.kept.sort("code")
+    assert entries["code"].to_list() == sorted(f"GSK:{code}" for code, _, _ in rows)
+    assert entries["family"].unique().to_list() == ["GSK"]
+    by_code = {row["code"]: row for row in entries.iter_rows(named=True)}
+    for code, message, remedy in rows:
+        entry = by_code[f"GSK:{code}"]
+        assert _bare(entry["message"]) == _bare(message), code
+        items = [_bare(part).rstrip("。") for part in remedy.split("；")]
+        assert [_bare(r) for r in entry["remedies"]] == items, code
+        # lineage: the file, the table's first line, its heading path
+        assert (entry["source_file"], entry["source_row"]) == (path.name, table["source_row"])
+        assert entry["source"] == f"{path.name} > {gsk.TITLE} > 7.1 报警一览表"
+
+
+def _one_line_pages(path: Path, pages: int) -> None:
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=10)
+    for number in range(1, pages + 1):
+        pdf.add_page()
+        pdf.text(20, 30, f"Spindle maintenance log, page {number}: check the belt tension.")
+    pdf.output(str(path))
+
+
+def test_pdf_over_the_page_limit_raises_before_any_page_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "service_manual_complete.pdf"
+    _one_line_pages(path, 5000)
+
+    def no_page(*args: object) -> None:
+        raise AssertionError("a page was read")
+
+    monkeypatch.setattr(pdfplumber.page.Page, "__init__", no_page)
+    with pytest.raises(TooManyPagesError) as raised:
+        read_manual(path, PDF, tmp_path, max_pdf_pages=2000)
+    assert raised.value.reason == "too_many_pages"
+    assert str(raised.value) == (
+        f"{path}: 5000 pages, more than manuals.max_pdf_pages (2000); not read"
+    )
+
+
+def test_pdf_within_the_limit_is_read_page_by_page_in_bounded_memory(tmp_path: Path) -> None:
+    peaks = {}
+    for pages in (60, 300):
+        path = tmp_path / f"log_{pages}.pdf"
+        _one_line_pages(path, pages)
+        tracemalloc.start()
+        doc = pdf_blocks(path, max_pages=pages)
+        peaks[pages] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert doc.pages == pages and [b.page for b in doc.blocks] == list(range(1, pages + 1))
+        assert doc.blocks[-1].text == (
+            f"Spindle maintenance log, page {pages}: check the belt tension."
+        )
+    # what stays per page is its block and the page's PDF objects (about 9 KB here); a parsed
+    # page kept open would add its characters and layout (about 115 KB here)
+    assert (peaks[300] - peaks[60]) / 240 < 30_000
