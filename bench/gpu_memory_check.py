@@ -3,16 +3,15 @@
 Builds Qwen2-shaped models from a preset's shape with random weights (no download), runs a few
 optimizer steps for full fine-tuning (pure bf16, AdamW), LoRA (bf16 base, fp32 adapters via
 PEFT) and QLoRA (bitsandbytes NF4 with double quantization) at two sequence lengths, records
-torch.cuda.max_memory_allocated / max_memory_reserved, and writes rows in the format of
-../shared/reference/measured_memory_calibration.csv so that
+torch.cuda.max_memory_allocated / max_memory_reserved, and appends rows in the format of
+../shared/reference/measured_memory_calibration.csv, each with the command that measured it and
+its environment (versions, GPU, CUDA), to data/measured_memory_own.csv, which
 
-    python -m tools.calibration \
-        --csv ../shared/reference/measured_memory_calibration.csv \
-        --csv data/measured_memory_peaks.csv --csv bench/gpu_memory_rows.csv \
-        --out docs/calibration.md
+    python -m tools.calibration --out docs/calibration.md --write-margins
 
-adds them to the calibration report. Needs an NVIDIA GPU with torch, transformers, peft and
-bitsandbytes; without them it says so and exits 0. `--dry-run` prints the estimates only.
+reads beside the frozen published set (the only way rows are added: docs/calibration.md).
+Needs an NVIDIA GPU with torch, transformers, peft and bitsandbytes; without them it says so
+and exits 0. `--dry-run` prints the estimates only.
 
     python bench/gpu_memory_check.py [--models qwen2.5-0.5b qwen2.5-1.5b] [--seq-lens 1024 4096]
 """
@@ -35,10 +34,12 @@ from pipeline.memory.models import get_model  # noqa: E402
 from pipeline.memory.params import param_counts  # noqa: E402
 from schemas.memory import GIB  # noqa: E402
 from tools.calibration import row_to_case  # noqa: E402
+from tools.calibration_sources import OWN_CSV  # noqa: E402
 
 COLUMNS = [
     "source", "model", "params_b", "method", "precision", "optimizer", "seq_len", "micro_batch",
     "grad_ckpt", "packing", "zero_or_fsdp", "n_gpus", "gpu", "peak_mem_gb", "unit", "notes",
+    "command", "environment",
 ]  # fmt: skip
 SOURCE = "bench/gpu_memory_check.py (torch.cuda.max_memory_allocated)"
 PRECISION = {
@@ -102,6 +103,28 @@ def _have_gpu_stack() -> str | None:
         except ImportError:
             return f"{mod} is not installed"
     return None
+
+
+def environment() -> str:
+    """Python, torch/CUDA, transformers, peft, bitsandbytes versions and the GPU, for a row."""
+    import platform
+
+    import torch
+
+    mods = ("transformers", "peft", "bitsandbytes", "flash_attn")
+    versions = [f"{m} {getattr(sys.modules.get(m) or __import__(m), '__version__', '?')}"
+                for m in mods if _importable(m)]  # fmt: skip
+    return "; ".join([f"python {platform.python_version()}", f"torch {torch.__version__}",
+                      f"CUDA {torch.version.cuda}", *versions,
+                      f"GPU {torch.cuda.get_device_name(0)}"])  # fmt: skip
+
+
+def _importable(mod: str) -> bool:
+    try:
+        __import__(mod)
+    except ImportError:
+        return False
+    return True
 
 
 def _attn_impl() -> str:
@@ -212,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seq-lens", nargs="+", type=int, default=[1024, 4096])
     ap.add_argument("--micro-batch", type=int, default=1)
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "gpu_memory_rows.csv")
+    ap.add_argument("--out", type=Path, default=OWN_CSV, help="appended to (header if new)")
     ap.add_argument("--dry-run", action="store_true", help="print estimates only; no GPU needed")
     args = ap.parse_args(argv)
 
@@ -221,11 +244,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu_memory_check: skipped, {why_not}. Nothing measured.")
         return 0
     attn = "sdpa" if args.dry_run else _attn_impl()
-    gpu_name = ""
+    gpu_name, env = "", ""
     if not args.dry_run:
         import torch
 
-        gpu_name = torch.cuda.get_device_name(0)
+        gpu_name, env = torch.cuda.get_device_name(0), environment()
+    command = " ".join(["python", "bench/gpu_memory_check.py", *(argv or sys.argv[1:])])
     rows: list[dict[str, object]] = []
     print(f"{'model':<14}{'method':<7}{'seq':>6}{'measured':>10}{'reserved':>10}"
           f"{'estimate':>10}{'error':>8}")  # fmt: skip
@@ -234,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             for method in args.methods:
                 for seq in args.seq_lens:
                     row = row_template(model_name, method, seq, args.micro_batch, attn)
-                    row["gpu"] = gpu_name
+                    row |= {"gpu": gpu_name, "command": command, "environment": env}
                     est = estimate_row(row)
                     if args.dry_run:
                         print(f"{model_name:<14}{method:<7}{seq:>6}{'-':>10}{'-':>10}{est:>10.2f}")
@@ -252,11 +276,13 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
     if rows:
-        with args.out.open("w", newline="", encoding="utf-8") as fh:
+        new = not args.out.exists()
+        with args.out.open("a", newline="", encoding="utf-8") as fh:
             w = csv.DictWriter(fh, fieldnames=COLUMNS)
-            w.writeheader()
+            if new:
+                w.writeheader()
             w.writerows(rows)
-        print(f"wrote {len(rows)} rows to {args.out}")
+        print(f"appended {len(rows)} rows to {args.out}")
     return 0
 
 

@@ -5,8 +5,9 @@ data/measured_memory_peaks.csv (with citation URL, measured quantity, stack and 
 Each row becomes estimator inputs by fixed rules (below); nothing is fitted per row. The
 estimate is compared with what the source measured: `torch.cuda.max_memory_allocated`,
 `max_memory_reserved`, or the device total (nvidia-smi style, or unstated). The two allocator
-constants are fitted here, and each source is also estimated with constants fitted without it
-(leave-one-source-out). Regenerate the report and the plan margins with
+constants are fitted here, and every repository group (tools/calibration_sources.py: a
+document's repository joined with the harness it names) is also estimated with constants
+fitted without it (leave-one-repository-out). Regenerate the report and the plan margins with
 
     python -m tools.calibration --out docs/calibration.md --write-margins
 """
@@ -27,6 +28,13 @@ from pipeline.memory.breakdown import regime
 from pipeline.memory.estimate import estimate
 from pipeline.memory.models import get_model
 from schemas.memory import ALL_LINEAR, GIB, HEADLINE_BIAS, TrainingSetup
+from tools.calibration_sources import (
+    OWN_CSV,
+    check_frozen,
+    check_own_rows,
+    repository_groups,
+    source_key,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CSV = REPO.parent / "shared" / "reference" / "measured_memory_calibration.csv"
@@ -45,7 +53,9 @@ class CalibrationCase:
     measured_bytes: float  # per device
     measured_kind: str  # allocated | reserved | device
     assumptions: list[str] = field(default_factory=list)
-    file: str = "shared"  # which CSV: the shared reference or the project's data/ file
+    file: str = "shared"  # which CSV: the shared reference, the project's data/ file, or own
+    document: str = ""  # the row's source column as written
+    group: str = ""  # its repository group (tools.calibration_sources), set by `run`
 
 
 def _model_name(raw: str) -> str:
@@ -135,6 +145,8 @@ def row_to_case(i: int, r: dict[str, object], file: str = "shared") -> Calibrati
         measured_kind=str(r.get("measured") or _measured_kind(source)),
         assumptions=assumptions,
         file=file,
+        document=source,
+        group=source_key(source),
     )
 
 
@@ -390,14 +402,9 @@ def _source_month(source: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def source_key(source: str) -> str:
-    """Publisher/framework of a row: the repository, with lit-gpt and litgpt as one."""
-    return source.split(" ")[0].lower().replace("lit-gpt", "litgpt")
-
-
 PROJECT_CSV = REPO / "data" / "measured_memory_peaks.csv"
 MARGINS_PY = REPO / "pipeline" / "memory" / "margins.py"
-LOSO_MEDIAN_LIMIT = 0.15
+LORO_MEDIAN_LIMIT = 0.15
 RESERVE_GRID = np.round(np.arange(0.0, 0.2001, 0.01), 3)
 FRAGMENTATION_GRID = np.round(np.arange(0.0, 2.0001, 0.05), 3)
 MIN_REGIME_ROWS = 5  # fewer rows than this: the regime plans with the overall margin
@@ -412,7 +419,11 @@ def load_cases(
 ) -> tuple[list[CalibrationCase], list[tuple[str, int, str]]]:
     """Cases of one CSV, and (file, row, reason) for the rows that cannot be used."""
     df = pl.read_csv(csv_path, infer_schema_length=None)
-    file = "project" if csv_path.resolve() == PROJECT_CSV.resolve() else "shared"
+    file = _file_kind(csv_path)
+    if file == "own":
+        check_own_rows(df)
+    else:
+        check_frozen(df, file)
     cases: list[CalibrationCase] = []
     skipped: list[tuple[str, int, str]] = []
     for i, r in enumerate(df.iter_rows(named=True)):
@@ -422,6 +433,12 @@ def load_cases(
         else:
             cases.append(out)
     return cases, skipped
+
+
+def _file_kind(csv_path: Path) -> str:
+    """shared / project (the frozen published set) or own (the project's GPU measurements)."""
+    frozen = {DEFAULT_CSV.resolve(): "shared", PROJECT_CSV.resolve(): "project"}
+    return frozen.get(csv_path.resolve(), "own")
 
 
 def _with(c: CalibrationCase, reserve: float, frag: float) -> TrainingSetup:
@@ -437,13 +454,13 @@ def evaluate(
     """One row per case: measured GiB, the headline GiB (`cnc-corpus estimate --measure KIND`,
     JSON `total_gib`), the expected (unbiased) GiB, and their signed and absolute errors.
 
-    `constants` maps a source to the (reserve, fragmentation, bias) to estimate its rows with;
-    the shipped defaults otherwise."""
+    `constants` maps a repository group to the (reserve, fragmentation, bias) to estimate its
+    rows with; the shipped defaults otherwise."""
     recs = []
     for c in cases:
         setup, bias = c.setup, HEADLINE_BIAS
         if constants is not None:
-            reserve, frag, bias = constants[c.source]
+            reserve, frag, bias = constants[c.group]
             setup = _with(c, reserve, frag)
         b = estimate(get_model(c.model), setup)
         kind = c.measured_kind
@@ -452,6 +469,7 @@ def evaluate(
                 "file": c.file,
                 "row": c.row,
                 "source": c.source,
+                "group": c.group,
                 "case": c.label,
                 "regime": c.regime,
                 "kind": kind,
@@ -533,14 +551,28 @@ def fit_constants(cases: list[CalibrationCase]) -> Constants:
     return float(RESERVE_GRID[i]), float(FRAGMENTATION_GRID[j]), float(bias)
 
 
-def leave_one_source_out(
+def leave_one_repository_out(
     cases: list[CalibrationCase],
 ) -> tuple[pl.DataFrame, dict[str, Constants]]:
-    """Each source's rows estimated with constants fitted on every other source only."""
+    """Each repository group's rows estimated with constants fitted on the other groups only."""
     constants: dict[str, Constants] = {}
-    for src in sorted({c.source for c in cases}):
-        constants[src] = fit_constants([c for c in cases if c.source != src])
+    for g in sorted({c.group for c in cases}):
+        constants[g] = fit_constants([c for c in cases if c.group != g])
     return evaluate(cases, constants), constants
+
+
+def held_out_plan(cases: list[CalibrationCase], loro: pl.DataFrame) -> pl.DataFrame:
+    """`loro` with each group's plan figure: its expected figure times (1 + the margin of its
+    regime), the margins derived as shipped (`plan_margins` of a leave-one-repository-out run)
+    from the other groups alone, so nothing the plan uses has seen the held-out repository."""
+    parts = []
+    for g in sorted({c.group for c in cases}):
+        inner, _ = leave_one_repository_out([c for c in cases if c.group != g])
+        by_reg, overall = plan_margins(inner)
+        rows = loro.filter(pl.col("group") == g)
+        margin = rows["regime"].replace_strict(by_reg, default=overall, return_dtype=pl.Float64)
+        parts.append(rows.with_columns(plan_gib=pl.col("expected_gib") * (1.0 + margin)))
+    return pl.concat(parts).with_columns(plan_below=pl.col("plan_gib") < pl.col("measured_gib"))
 
 
 def summarize(df: pl.DataFrame, col: str = "err") -> dict[str, float]:
@@ -582,12 +614,12 @@ def _need(err: pl.Series) -> float:
     return math.ceil(100 * float(shortfall.quantile(0.9, interpolation="linear"))) / 100  # type: ignore[arg-type]
 
 
-def plan_margins(loso: pl.DataFrame) -> tuple[dict[str, float], float]:
-    """Per regime with enough rows, and overall: the leave-one-source-out plan margin."""
-    overall = _need(loso["err_expected"])
+def plan_margins(loro: pl.DataFrame) -> tuple[dict[str, float], float]:
+    """Per regime with enough rows, and overall: the leave-one-repository-out plan margin."""
+    overall = _need(loro["err_expected"])
     margins = {
         str(g["regime"][0]): _need(g["err_expected"])
-        for g in loso.partition_by("regime")
+        for g in loro.partition_by("regime")
         if g.height >= MIN_REGIME_ROWS
     }
     return dict(sorted(margins.items())), overall
@@ -599,7 +631,7 @@ def margins_module(margins: dict[str, float], overall: float) -> str:
         "",
         "For each regime with at least "
         f"{MIN_REGIME_ROWS} published measurements: the margin that lifts 90 % of its",
-        "leave-one-source-out estimates to at least the measured peak (docs/calibration.md).",
+        "leave-one-repository-out estimates to at least the measured peak (docs/calibration.md).",
         '"""',
         "",
         f"DEFAULT_PLAN_MARGIN = {overall}",
@@ -633,22 +665,15 @@ def _headline(name: str, s: dict[str, float]) -> str:
     )
 
 
-def render_markdown(
-    df: pl.DataFrame,
-    loso: pl.DataFrame,
-    constants: Constants,
-    loso_constants: dict[str, Constants],
-    margins: tuple[dict[str, float], float],
-    skipped: list[tuple[str, int, str]],
-    notes: str,
-) -> str:
-    """docs/calibration.md: method and headline errors, errors by source and regime, the plan
-    margins, `notes`, then every row and the rows not used."""
-    lines = _method_lines(constants) + _headline_lines(df, loso)
-    lines += _breakdown_lines(df, loso, loso_constants)
-    lines += _margin_lines(margins)
+def render_markdown(res: dict[str, object], notes: str) -> str:
+    """docs/calibration.md from a `run`: method and headline errors, errors by repository and
+    regime, the plan margins, `notes`, then every row and the rows not used."""
+    df, loro, plan = res["in_sample"], res["loro"], res["plan"]
+    lines = _method_lines(res["constants"]) + _headline_lines(df, loro, plan)  # type: ignore[arg-type]
+    lines += _breakdown_lines(df, loro, res["loro_constants"], plan)  # type: ignore[arg-type]
+    lines += _margin_lines(res["margins"])  # type: ignore[arg-type]
     lines += ["", notes.strip()]
-    lines += _row_lines(loso, skipped)
+    lines += _row_lines(loro, res["skipped"])  # type: ignore[arg-type]
     return "\n".join(lines) + "\n"
 
 
@@ -660,8 +685,9 @@ def _method_lines(constants: Constants) -> list[str]:
         "Generated by `python -m tools.calibration --out docs/calibration.md --write-margins` from",
         "`../shared/reference/measured_memory_calibration.csv` and the project's",
         "`data/measured_memory_peaks.csv` (published measured peaks, each with its citation,",
-        "settings and caveats). Each row is turned into estimator inputs by fixed parsing rules",
-        "and compared with the quantity its source measured (allocated, reserved, or device",
+        "settings and caveats; frozen, below), and `data/measured_memory_own.csv` where the",
+        "project has measured its own. Each row is turned into estimator inputs by fixed parsing",
+        "rules and compared with the quantity its source measured (allocated, reserved, or device",
         "total). The physics has no per-row or per-source factor; the only fitted numbers are",
         "the allocator's reserve and its fragmentation share of the loss buffers when batch",
         f"shapes vary, on the grids {RESERVE_GRID[0]}..{RESERVE_GRID[-1]} and "
@@ -677,40 +703,65 @@ def _method_lines(constants: Constants) -> list[str]:
         "the figure of `--measure` (default `reserved`, what runs out first) times (1 + bias);",
         "`expected_gib` is the same figure without the bias, `device_gib` the device total.",
         "Each row is evaluated with `--measure` set to what its source measured.",
-        "**Leave-one-source-out** is the figure to quote: each source's (publisher/framework)",
-        "rows are estimated with all three constants fitted on the other sources only. The test",
-        f"suite fails if its median rises above {100 * LOSO_MEDIAN_LIMIT:.0f} %.",
+        "**Leave-one-repository-out** is the figure to quote: every row of one repository",
+        "group is estimated with all three constants fitted on the other groups only. A row's",
+        "group, from its `source` column (tools/calibration_sources.py): the repository the",
+        "document lives in (its first word), joined with the training harness the document",
+        "names (QwenLM/Qwen2.5's ms_swift.md and llama-factory examples were measured with",
+        "ms-swift and LLaMA-Factory) and a paper's `code: owner/name`; rows sharing any of",
+        "these are one group, so all documents of one repository or harness are held out",
+        "together. The plan row checks the margins the same way: each group's plan figure uses",
+        "margins derived from the other groups alone. The test suite fails if the",
+        f"leave-one-repository-out median rises above {100 * LORO_MEDIAN_LIMIT:.0f} %.",
     ]
 
 
-def _headline_lines(df: pl.DataFrame, loso: pl.DataFrame) -> list[str]:
-    """The overall errors: in-sample and leave-one-source-out, with and without the bias."""
+def _plan_line(name: str, plan: pl.DataFrame) -> str:
+    below = plan["plan_below"]
+    return (
+        f"| {name} | {plan.height} | {100 * float(below.mean()):.0f} % ({int(below.sum())} rows) |"  # type: ignore[arg-type]
+    )
+
+
+def _headline_lines(df: pl.DataFrame, loro: pl.DataFrame, plan: pl.DataFrame) -> list[str]:
+    """The overall errors: in-sample and leave-one-repository-out, with and without the bias;
+    the share of held-out rows whose plan figure falls below the measured peak."""
     return [
         "",
         "| evaluation | rows | median APE | p90 APE | median signed | under by >10 % |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
         _headline("in-sample, headline", summarize(df)),
-        _headline("leave-one-source-out, headline", summarize(loso)),
-        _headline("leave-one-source-out, expected (no bias)", summarize(loso, "err_expected")),
+        _headline("leave-one-repository-out, headline", summarize(loro)),
+        _headline("leave-one-repository-out, expected (no bias)", summarize(loro, "err_expected")),
         _headline(
-            "leave-one-source-out, headline at the default --measure reserved",
-            summarize(loso, "err_default"),
+            "leave-one-repository-out, headline at the default --measure reserved",
+            summarize(loro, "err_default"),
         ),
+        "",
+        "| plan figure, margins fitted without the held-out repository | rows | below measured |",
+        "| --- | ---: | ---: |",
+        _plan_line("leave-one-repository-out, all rows", plan),
     ]
 
 
 def _breakdown_lines(
-    df: pl.DataFrame, loso: pl.DataFrame, loso_constants: dict[str, Constants]
+    df: pl.DataFrame, loro: pl.DataFrame, loro_constants: dict[str, Constants], plan: pl.DataFrame
 ) -> list[str]:
-    """Errors by source (with the constants fitted without it) and by regime."""
-    lines = ["", "## Leave-one-source-out, by source", ""]
-    lines += _table(by_group(loso, "source"), "source")
-    lines += ["", "Constants fitted without each source (reserve, fragmentation, bias):", ""]
-    lines += [f"- {k}: {v[0]}, {v[1]}, {v[2]}" for k, v in loso_constants.items()]
-    lines += ["", "## Leave-one-source-out, by regime", ""]
-    lines += _table(by_regime(loso), "regime")
-    lines += ["", "## Leave-one-source-out, by regime, expected (no bias)", ""]
-    lines += _table(by_regime(loso, "err_expected"), "regime")
+    """Errors by repository group (with the constants fitted without it) and by regime."""
+    lines = ["", "## Leave-one-repository-out, by repository group", ""]
+    lines += _table(by_group(loro, "group"), "group")
+    lines += ["", "Constants fitted without each group (reserve, fragmentation, bias):", ""]
+    lines += [f"- {k}: {v[0]}, {v[1]}, {v[2]}" for k, v in loro_constants.items()]
+    lines += ["", "## Leave-one-repository-out, by regime", ""]
+    lines += _table(by_regime(loro), "regime")
+    lines += ["", "## Leave-one-repository-out, by regime, expected (no bias)", ""]
+    lines += _table(by_regime(loro, "err_expected"), "regime")
+    lines += ["", "## Leave-one-repository-out plan figure below measured, by regime", ""]
+    lines += ["| regime | rows | below measured |", "| --- | ---: | ---: |"]
+    lines += [
+        _plan_line(str(g["regime"][0]), g)
+        for g in plan.sort("regime").partition_by("regime", maintain_order=True)
+    ]
     lines += ["", "## In-sample, by regime", ""]
     lines += _table(by_regime(df), "regime")
     return lines
@@ -724,7 +775,7 @@ def _margin_lines(margins: tuple[dict[str, float], float]) -> list[str]:
         "",
         "`estimate` and the stage plans decide fits with a conservative *plan with* figure:",
         "the expected device total times (1 + margin), the margin being what lifts 90 % of",
-        "the regime's leave-one-source-out estimates to at least the measured peak (regimes",
+        "the regime's leave-one-repository-out estimates to at least the measured peak (regimes",
         f"with fewer than {MIN_REGIME_ROWS} rows, or none, use the overall {overall:.2f}).",
         "",
         "| regime | margin |",
@@ -733,19 +784,19 @@ def _margin_lines(margins: tuple[dict[str, float], float]) -> list[str]:
     return lines + [f"| {k} | {v:.2f} |" for k, v in by_reg.items()]
 
 
-def _row_lines(loso: pl.DataFrame, skipped: list[tuple[str, int, str]]) -> list[str]:
-    """Every row's leave-one-source-out estimate, then the rows not used and why."""
+def _row_lines(loro: pl.DataFrame, skipped: list[tuple[str, int, str]]) -> list[str]:
+    """Every row's leave-one-repository-out estimate, then the rows not used and why."""
     lines = [
         "",
-        "## Every row (leave-one-source-out estimate)",
+        "## Every row (leave-one-repository-out estimate)",
         "",
-        "| file | row | source | case | regime | measured | measured GiB | headline GiB "
+        "| file | row | group | case | regime | measured | measured GiB | headline GiB "
         "| error | expected error | notes |",
         "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |",
     ]
-    for r in loso.sort("file", "row", descending=[True, False]).iter_rows(named=True):
+    for r in loro.sort("file", "row", descending=[True, False]).iter_rows(named=True):
         lines.append(
-            f"| {r['file']} | {r['row']} | {r['source']} | {r['case']} | {r['regime']} | "
+            f"| {r['file']} | {r['row']} | {r['group']} | {r['case']} | {r['regime']} | "
             f"{r['kind']} | {r['measured_gib']:.2f} | {r['estimated_gib']:.2f} | "
             f"{_pct(r['err'])} | {_pct(r['err_expected'])} | {r['assumptions']} |"
         )
@@ -756,9 +807,41 @@ def _row_lines(loso: pl.DataFrame, skipped: list[tuple[str, int, str]]) -> list[
 
 
 NOTES = """
+## The frozen set, and adding the project's own measurements
+
+The published measurements are frozen at their current sources:
+`data/calibration_sources.csv` lists each source of the two files with its row count and a
+digest of its rows, and the tool (and tests/tools/test_calibration_sources.py) refuses a
+source, a row or an edit that is not on it. Improve the physics, not the set. New rows come
+only from the project's own GPU measurements:
+
+1. On the GPU machine, with torch, transformers, peft and bitsandbytes installed, run
+   `python bench/gpu_memory_check.py --models qwen2.5-0.5b --methods LoRA --seq-lens 2048`
+   (any preset, method, length; `--dry-run` first prints the estimates without a GPU).
+2. It appends one row per setting to `data/measured_memory_own.csv` (created with its header
+   when new): the settings in the shared reference's columns, `peak_mem_gb` =
+   torch.cuda.max_memory_allocated, reserved in the notes, `command` = the command line that
+   measured it and `environment` = Python, torch, CUDA, transformers, peft, bitsandbytes
+   (flash-attn where present) versions and the GPU. A row without `command` or
+   `environment`, or whose source is not `bench/gpu_memory_check.py`, is refused.
+3. Commit the file with the output of the run, and regenerate this report and the margins
+   with `python -m tools.calibration --out docs/calibration.md --write-margins`: own rows
+   form their own repository group `bench/gpu_memory_check.py`, held out like any other.
+
 ## Before and after
 
-| leave-one-source-out | rows | median APE | p90 APE | under by >10 % |
+Leave-one-repository-out (this report) against what it replaced, both at 0eab189's physics:
+the earlier headline held out by the first word of `source` (the document's repository), so
+torchtune's seven documents were already held out together, but Qwen2.5's two documents
+measured with ms-swift and LLaMA-Factory stayed apart from ms-swift's own 39 rows. Held out by
+document (every source string alone) it would be 8.3 %, 23.2 %, 18 rows. The fitted constants
+hardly depend on which group is held out (reserve and fragmentation at 0.2 and 2.0 in every
+fold, the bias 0.11 or 0.12), so the figures are the same to 0.1 %: median 8.26 %, p90
+23.25 %, 18 rows (6.8 %) under-estimated by more than 10 %, before and after. The plan
+figure with margins fitted without the held-out group falls below the measured peak for 29
+of 265 rows (11 %; the margins aim at 10 % per regime).
+
+| held out by first word of source, unless said | rows | median APE | p90 APE | under by >10 % |
 | --- | ---: | ---: | ---: | ---: |
 | main at 600d2cd, headline | 195 | 8.3 % | 33.0 % | 8 % |
 | 4e2290b (issue 11's 74 new rows added), headline | 265 | 8.7 % | 28.3 % | 20 % |
@@ -767,12 +850,16 @@ NOTES = """
 | 159f66f, expected (no bias) | 265 | 7.6 % | 26.8 % | 27 % |
 | c1ebd4c, headline | 265 | 8.2 % | 23.9 % | 12 % |
 | c1ebd4c, expected (no bias) | 265 | 8.1 % | 24.7 % | 31 % |
-| now, headline | 265 | 8.2 % | 23.7 % | 12 % (31 rows, was 32) |
-| now, expected (no bias) | 265 | 8.1 % | 23.5 % | 31 % |
+| 1735e4a, headline | 265 | 8.2 % | 23.7 % | 12 % (31 rows, was 32) |
+| 1735e4a, expected (no bias) | 265 | 8.1 % | 23.5 % | 31 % |
+| 0eab189, headline | 265 | 8.3 % | 23.2 % | 7 % (18 rows) |
+| 0eab189, held out by document, headline | 265 | 8.3 % | 23.2 % | 7 % (18 rows) |
+| now, leave-one-repository-out, headline | 265 | 8.3 % | 23.2 % | 7 % (18 rows) |
+| now, leave-one-repository-out, expected (no bias) | 265 | 6.9 % | 19.4 % | 26 % (68 rows) |
 | 4e2290b, the 72 used new rows only, headline | 72 | 9.8 % | 24.3 % | 39 % |
 | 159f66f, the 72 used new rows only, headline | 72 | 8.2 % | 21.4 % | 26 % |
 | c1ebd4c, the 72 used new rows only, headline | 72 | 8.2 % | 20.0 % | 22 % |
-| now, the 72 used new rows only, headline | 72 | 8.2 % | 20.0 % | 22 % |
+| 1735e4a, the 72 used new rows only, headline | 72 | 8.2 % | 20.0 % | 22 % |
 
 Changed since c1ebd4c, from DeepSpeed's code, none fitted: **DeepSpeed ZeRO-1/2 gradient
 buckets.** Its stage-1/2 optimizer allocates the contiguous-gradient (ipg) buffer in every
@@ -911,18 +998,27 @@ def run(csvs: list[Path]) -> dict[str, object]:
         c, sk = load_cases(path)
         cases += c
         skipped += sk
+    groups = repository_groups(c.document for c in cases)
+    for c in cases:
+        c.group = groups[c.document]
     constants = fit_constants(cases)
-    df = evaluate(cases, {c.source: constants for c in cases})
-    loso, loso_constants = leave_one_source_out(cases)
+    df = evaluate(cases, {c.group: constants for c in cases})
+    loro, loro_constants = leave_one_repository_out(cases)
     return dict(
         cases=cases,
         skipped=skipped,
         constants=constants,
         in_sample=df,
-        loso=loso,
-        loso_constants=loso_constants,
-        margins=plan_margins(loso),
+        loro=loro,
+        loro_constants=loro_constants,
+        margins=plan_margins(loro),
+        plan=held_out_plan(cases, loro),
     )
+
+
+def default_csvs() -> list[Path]:
+    """The frozen published set, and the project's own measurements where there are any."""
+    return [DEFAULT_CSV, PROJECT_CSV] + ([OWN_CSV] if OWN_CSV.exists() else [])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -931,21 +1027,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write the Markdown report here")
     ap.add_argument("--write-margins", action="store_true", help=f"regenerate {MARGINS_PY.name}")
     args = ap.parse_args(argv)
-    res = run(args.csv or [DEFAULT_CSV, PROJECT_CSV])
-    text = render_markdown(
-        res["in_sample"],  # type: ignore[arg-type]
-        res["loso"],  # type: ignore[arg-type]
-        res["constants"],  # type: ignore[arg-type]
-        res["loso_constants"],  # type: ignore[arg-type]
-        res["margins"],  # type: ignore[arg-type]
-        res["skipped"],  # type: ignore[arg-type]
-        NOTES,
-    )
+    res = run(args.csv or default_csvs())
+    text = render_markdown(res, NOTES)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     if args.write_margins:
         MARGINS_PY.write_text(margins_module(*res["margins"]), encoding="utf-8")  # type: ignore[misc]
-    for name in ("in_sample", "loso"):
+    for name in ("in_sample", "loro"):
         s = summarize(res[name])  # type: ignore[arg-type]
         print(
             f"{name}: {int(s['n'])} rows: median APE {100 * s['median_ape']:.1f} %, "
