@@ -30,6 +30,8 @@ LossImpl = Literal["standard", "chunked", "fused"]
 # auto: nf4 for qlora, none otherwise. nf4 and int8 are bitsandbytes; gptq_* are GPTQ kernels.
 Quantization = Literal["auto", "none", "nf4", "int8", "gptq_int4", "gptq_int8"]
 Offload = Literal["none", "optimizer", "all"]
+MlpKind = Literal["gated", "plain"]
+NormKind = Literal["rms", "layer", "layer_nobias", "nonparametric"]
 LinearName = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 PeakPhase = Literal["backward_start", "layer_backward", "optimizer_step", "inference"]
 # The training stack, where it changes the answer. hf: transformers + PEFT (a quantized base is
@@ -66,7 +68,8 @@ ALL_LINEAR: tuple[LinearName, ...] = (
 
 
 class ModelSpec(BaseModel):
-    """Shape of a Llama/Qwen-style decoder (RMSNorm, RoPE, GQA, SwiGLU MLP)."""
+    """Shape of a decoder-only transformer: Llama-style by default (RMSNorm, RoPE, GQA, gated
+    MLP, no biases); the other fields describe the common variants read from config.json."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -75,7 +78,7 @@ class ModelSpec(BaseModel):
     num_layers: int = Field(gt=0)
     num_heads: int = Field(gt=0)
     num_kv_heads: int = Field(gt=0)
-    intermediate_size: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0, description="MLP width; under MoE, one expert's")
     vocab_size: int = Field(gt=0)
     tie_embeddings: bool = False
     max_context: int = Field(default=4096, gt=0)
@@ -86,10 +89,70 @@ class ModelSpec(BaseModel):
     # `logits.float()`; torchtune and torchtitan cast in their loss). Qwen1's remote code
     # (modeling_qwen.py) hands lm_head's 16-bit output straight to CrossEntropyLoss.
     logits_upcast: bool = True
+    mlp: MlpKind = Field(
+        default="gated",
+        description="gated: gate/up/down (SwiGLU, GeGLU); plain: up, activation, down (GPT-2)",
+    )
+    norm: NormKind = Field(
+        default="rms",
+        description="rms: weight only; layer: weight and bias; layer_nobias: weight only "
+        "(MPT); nonparametric: no parameters (OLMo-1)",
+    )
+    norms_per_layer: int = Field(
+        default=2, ge=0, description="2 pre-norm; 1 parallel block sharing one norm; 4 Gemma-2"
+    )
+    parallel_block: bool = Field(
+        default=False,
+        description="attention and MLP read the same layer input (Falcon parallel_attn, "
+        "GPT-NeoX use_parallel_residual, Phi-2)",
+    )
+    qk_norm_per_head: bool = Field(
+        default=True, description="qk_norm over head_dim (Qwen3), else over all heads (OLMoE)"
+    )
+    attn_out_bias: bool = Field(default=False, description="the attention output has a bias")
+    mlp_bias: bool = Field(default=False, description="the MLP linears have biases")
+    lm_head_bias: bool = Field(default=False, description="lm_head has a bias (Phi-2)")
+    position_embeddings: int = Field(
+        default=0, ge=0, description="rows of a learned position table (GPT-2, OPT); 0: none"
+    )
+    embedding_norm: bool = Field(default=False, description="a norm after the embedding (BLOOM)")
+    num_experts: int = Field(default=0, ge=0, description="routed experts per layer; 0: dense")
+    experts_per_token: int = Field(default=0, ge=0, description="routed experts a token uses")
+    shared_expert_size: int = Field(
+        default=0, ge=0, description="MLP width of the always-active shared expert(s)"
+    )
+    shared_expert_gate: bool = Field(
+        default=False, description="a sigmoid gate on the shared expert (Qwen2-MoE)"
+    )
+    # FlashAttention saves Q, K, V, its output and one logsumexp per row whatever the window, and
+    # HF's eager/sdpa paths build the full s x s mask with the window applied: the activation
+    # terms do not depend on it. Kept for what does (a KV cache bounded by the window).
+    sliding_window: int | None = Field(
+        default=None, description="sliding-window attention span (Mistral v0.1, Gemma-2)"
+    )
+
+    @model_validator(mode="after")
+    def _experts(self) -> ModelSpec:
+        if self.num_experts and not 0 < self.experts_per_token <= self.num_experts:
+            raise ValueError("experts_per_token must be in 1..num_experts under MoE")
+        return self
 
     @property
     def d_head(self) -> int:
         return self.head_dim or self.hidden_size // self.num_heads
+
+    @property
+    def mlp_branches(self) -> int:
+        """Input projections of the MLP: gate and up (gated) or up alone (plain)."""
+        return 2 if self.mlp == "gated" else 1
+
+    @property
+    def mlp_width_per_token(self) -> int:
+        """MLP intermediate width one token passes through: its routed experts and the shared
+        expert under MoE, intermediate_size otherwise."""
+        if not self.num_experts:
+            return self.intermediate_size
+        return self.intermediate_size * self.experts_per_token + self.shared_expert_size
 
 
 class TrainingSetup(BaseModel):

@@ -3,12 +3,19 @@
 Tensor by tensor for an RMSNorm + RoPE + GQA + SwiGLU block, adapting Korthikanti et al. (2022):
 what autograd saves depends on which weights train (a frozen linear does not keep its input), the
 attention kernel (FlashAttention keeps no s x s matrix) and recomputation. At the backward of one
-layer: its recomputed activations plus the gradients of the MLP's two widest intermediates (gate
-and up, 2 x intermediate_size per token), and the layer-input gradients FSDP1 holds.
+layer: its recomputed activations plus the gradients of the MLP's widest intermediates (gate
+and up, 2 x intermediate_size per token; up alone in a plain MLP), and the layer-input gradients
+FSDP1 holds. The structure enters where it changes what is saved: a plain MLP keeps its up
+output (the activation's input) where a gated one keeps gate, up and SiLU(gate); under MoE a
+token's MLP width is that of its routed experts and the shared expert; a parallel block with
+one norm (Falcon-7B, Phi-2) feeds the same normed input to attention and MLP, saved once;
+Gemma-2's post-norms keep their fp32 inputs too. Not modelled: the MoE router's logits and the
+per-expert gathered copies of the hidden states of a looped MoE implementation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from schemas.memory import ModelSpec, TrainingSetup
@@ -39,7 +46,7 @@ class SavedTensor:
 
 def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[SavedTensor]:
     """Tensors one decoder layer saves for backward without recomputation (per token)."""
-    h, d, a, kv, f = m.hidden_size, m.d_head, m.num_heads, m.num_kv_heads, m.intermediate_size
+    h, d, a, kv = m.hidden_size, m.d_head, m.num_heads, m.num_kv_heads
     e = 4.0 if s.precision == "fp32" else 2.0
     full = s.method == "full"
     lora = s.method in ("lora", "qlora")
@@ -64,10 +71,13 @@ def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[SavedTensor]:
         return full or quantized or (not dropout and bool(adapted.intersection(modules)))
 
     kv_width = kv * d if s.attention == "flash" else a * d  # sdpa/eager repeat K,V to all heads
+    mlp_in: tuple[str, ...] = ("gate_proj", "up_proj")
+    shared_norm = m.parallel_block and m.norms_per_layer == 1  # one normed input feeds both
+    attn_in = ("q_proj", "k_proj", "v_proj", *(mlp_in if shared_norm else ()))
     t: list[SavedTensor] = [
         SavedTensor("attn_norm_fp32_in", 4.0 * h, tp_split=False),
         SavedTensor("attn_norm_normed", e * h if full else 0.0, tp_split=False),
-        SavedTensor("qkv_in", linear_in(h, ("q_proj", "k_proj", "v_proj")), False),
+        SavedTensor("qkv_in", linear_in(h, attn_in), False),
         SavedTensor("q_k_v", e * (a * d + 2 * kv_width)),
     ]
     if m.qk_norm:
@@ -80,16 +90,41 @@ def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[SavedTensor]:
         t.append(SavedTensor("softmax_lse", 4.0 * a, core=True))
         # The kernel saves its output O, which is also o_proj's input.
         t.append(SavedTensor("attn_out", e * a * d, core=not input_kept("o_proj")))
-    t += [
-        SavedTensor("mlp_norm_fp32_in", 4.0 * h, tp_split=False, group="mlp"),
-        SavedTensor("mlp_norm_normed", e * h if full else 0.0, tp_split=False, group="mlp"),
-        SavedTensor("gate_up_in", linear_in(h, ("gate_proj", "up_proj")), False, group="mlp"),
-        # gate, up and SiLU(gate), in the stream dtype
-        SavedTensor("gate_up_silu", 3 * r * f, group="mlp"),
-        SavedTensor("down_in", linear_in(f, ("down_proj",)), group="mlp"),
-    ]
+    t += _mlp_tensors(m, s, shared_norm, linear_in)
     t += _adapter_tensors(m, s, sorted(adapted), dropout)
     return [x for x in t if x.bytes_per_token > 0]
+
+
+def _mlp_tensors(
+    m: ModelSpec,
+    s: TrainingSetup,
+    shared_norm: bool,
+    linear_in: Callable[[int, tuple[str, ...]], float],
+) -> list[SavedTensor]:
+    """What the MLP half of a layer saves; `linear_in` is the bytes per token an input shared by
+    some linears keeps."""
+    h, f, e, r = (
+        m.hidden_size,
+        m.mlp_width_per_token,
+        4.0 if s.precision == "fp32" else 2.0,
+        stream_bytes(s),
+    )
+    t: list[SavedTensor] = []
+    if not shared_norm:
+        t += [
+            SavedTensor("mlp_norm_fp32_in", 4.0 * h, tp_split=False, group="mlp"),
+            SavedTensor(
+                "mlp_norm_normed", e * h if s.method == "full" else 0.0, tp_split=False, group="mlp"
+            ),
+            SavedTensor("gate_up_in", linear_in(h, ("gate_proj", "up_proj")), False, group="mlp"),
+        ]
+    if m.norms_per_layer == 4:  # Gemma-2: post-attention and post-MLP norms
+        t.append(SavedTensor("post_norms_fp32_in", 2 * 4.0 * h, tp_split=False, group="mlp"))
+    return t + [
+        # gated: gate, up and SiLU(gate); plain: up (the activation's input); stream dtype
+        SavedTensor("gate_up_silu", (2 * m.mlp_branches - 1) * r * f, group="mlp"),
+        SavedTensor("down_in", linear_in(f, ("down_proj",)), group="mlp"),
+    ]
 
 
 def _adapter_tensors(
@@ -101,7 +136,7 @@ def _adapter_tensors(
     r = stream_bytes(s)
     shapes = linear_shapes(m)
     t: list[SavedTensor] = []
-    for name in adapted:
+    for name in (x for x in adapted if x in shapes):  # a plain MLP has no gate_proj
         d_in = shapes[name][0]
         group = "mlp" if name in ("gate_proj", "up_proj", "down_proj") else "attention"
         split = name in ("o_proj", "down_proj")
@@ -144,7 +179,7 @@ def activation_bytes(
         stored, transient = full_layer - core, core
     elif s.recompute == "selective_op":
         h, d, a, kv, f = (m.hidden_size, m.d_head, m.num_heads, m.num_kv_heads,
-                          m.intermediate_size)  # fmt: skip
+                          m.mlp_width_per_token)  # fmt: skip
         # layer input, q and v (1st and 3rd matmul), attention output + lse, gate (5th), down (7th)
         stored = layer_in + e * (a * d + kv * d + a * d + f + h) / tp + 4.0 * a / tp
         transient = max(full_layer - stored, 0.0)
@@ -205,8 +240,8 @@ def head_input_bytes(m: ModelSpec, s: TrainingSetup, has_head: bool) -> float:
 
 def layer_backward_working_bytes(m: ModelSpec, s: TrainingSetup) -> float:
     """Backward of one layer: besides its (recomputed) activations, the gradients of gate and
-    up."""
-    return s.tokens * 2 * stream_bytes(s) * m.intermediate_size / s.tp
+    up (of up alone in a plain MLP)."""
+    return s.tokens * m.mlp_branches * stream_bytes(s) * m.mlp_width_per_token / s.tp
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,18 @@ from schemas.memory import ModelSpec, TrainingSetup
 
 from .optimizer import OptimizerStates, moment_bytes, optimizer_states, step_temp_bytes
 from .parallel import data_shards, weight_shards
-from .params import linear_shapes
+from .params import layer_linears
 
 
 def lora_params_per_layer(m: ModelSpec, rank: int, targets: tuple[str, ...]) -> int:
-    shapes = linear_shapes(m)
-    return sum(rank * (shapes[t][0] + shapes[t][1]) for t in targets)
+    """rank x (d_in + d_out) per adapted linear: every routed expert's and the shared expert's
+    under MoE (PEFT matches them by name); a target the model lacks (gate_proj of a plain MLP)
+    adds nothing."""
+    return sum(
+        lin.copies * rank * (lin.d_in + lin.d_out)
+        for lin in layer_linears(m)
+        if lin.name in targets
+    )
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,10 @@ def inference_breakdown(m: ModelSpec, s: TrainingSetup) -> MemoryBreakdown:
         weights = (layer_params + other) * e
     tokens = s.tokens
     kv_cache = 2.0 * n_layers * tokens * m.num_kv_heads * m.d_head * e / tp
-    h, f = m.hidden_size, m.intermediate_size
+    h, f = m.hidden_size, m.mlp_width_per_token
     a_width = (m.num_heads + 2 * m.num_kv_heads) * m.d_head
-    prefill = tokens * e * (2 * h + a_width + 3 * f) / tp  # one layer's live tensors at prefill
+    mlp = (m.mlp_branches + 1) * f  # gate, up and the product (plain: up and its activation)
+    prefill = tokens * e * (2 * h + a_width + mlp) / tp  # one layer's live tensors at prefill
     logits = s.micro_batch * m.vocab_size * 4.0 * 2  # last-token logits in fp32 + softmax
     moments = {"inference": dict(activations=kv_cache + prefill, logits_and_loss=logits)}
     components = dict(weights=weights, activations=kv_cache + prefill, logits_and_loss=logits)
