@@ -11,9 +11,10 @@ torch.cuda.max_memory_allocated / max_memory_reserved, and writes rows in the fo
         --csv data/measured_memory_peaks.csv --csv bench/gpu_memory_rows.csv \
         --out docs/calibration.md
 
-adds them to the calibration report. Needs an NVIDIA GPU with torch, transformers, peft and
-bitsandbytes (`pip install -e '.[probe]'`); without them it says so and exits 0. The model
-is built and measured by pipeline/training/probe_gpu.py, as `cnc-corpus probe` does it.
+adds them to the calibration report. Needs an NVIDIA GPU with torch, transformers, peft,
+bitsandbytes and accelerate (`pip install -e '.[probe]'`); without them it says so and exits
+0. The model is built and measured by pipeline/training/probe_gpu.py, as `cnc-corpus probe`
+does it.
 `--dry-run` prints the estimates only.
 
     python bench/gpu_memory_check.py [--models qwen2.5-0.5b qwen2.5-1.5b] [--seq-lens 1024 4096]
@@ -100,7 +101,7 @@ def estimate_row(row: dict[str, object]) -> float:
 
 
 def _have_gpu_stack() -> str | None:
-    """None if torch+CUDA, transformers, peft and bitsandbytes are usable, else why not."""
+    """None if torch+CUDA and the probe extra (QLoRA's packages too) are there, else why not."""
     return missing("qlora", "adamw")
 
 

@@ -285,7 +285,8 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise UsageError(f"probe: {missing}: {INSTALL} on a machine with an NVIDIA GPU")
     fit = choose_fit(stage, args.gpu, probe_gpu.card_gib())
-    setup = probe_setup(stage, settings, fit, probe_gpu.attention(settings.attention))
+    kernel = probe_gpu.attention(settings.attention, settings.precision)
+    setup = probe_setup(stage, settings, fit, kernel)
     probe = ProbeStage(stage, settings, get_model(settings.model), fit, setup)
     measured = probe_gpu.measure(probe.settings.model, setup, args.steps)
     print("\n".join(report(probe, estimate(probe.spec, setup), measured)))

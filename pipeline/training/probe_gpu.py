@@ -60,6 +60,7 @@ def missing(method: str, optimizer: str) -> str | None:
     needed = ["torch", "transformers"]
     needed += ["peft"] if method in ("lora", "qlora") else []
     needed += ["bitsandbytes"] if method == "qlora" or optimizer in _BNB_OPTIMIZERS else []
+    needed += ["accelerate"] if method == "qlora" else []  # transformers loads 4-bit through it
     absent = [name for name in needed if find_spec(name) is None]
     if absent:
         return f"{', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not installed"
@@ -78,10 +79,11 @@ def card_gib() -> float:
     return torch.cuda.get_device_properties(0).total_memory / GIB
 
 
-def attention(planned: str) -> str:
-    """The attention kernel that runs here: FlashAttention 2 when planned and installed, else
-    sdpa (eager stays eager)."""
-    return "sdpa" if planned == "flash" and find_spec("flash_attn") is None else planned
+def attention(planned: str, precision: str = "bf16_mixed") -> str:
+    """The attention kernel that runs here: FlashAttention 2 when planned and installed (it has
+    no fp32 kernel), else sdpa; eager stays eager."""
+    flash = find_spec("flash_attn") is not None and precision != "fp32"
+    return "sdpa" if planned == "flash" and not flash else planned
 
 
 def model_type(spec: ModelSpec) -> str:

@@ -96,8 +96,17 @@ def test_missing_names_only_what_the_stage_needs(monkeypatch):
     present = {"torch", "transformers"}
     monkeypatch.setattr(probe_gpu, "find_spec", lambda name: object() if name in present else None)
     assert probe_gpu.missing("lora", "adamw") == "peft is not installed"
-    assert probe_gpu.missing("qlora", "adamw") == "peft, bitsandbytes are not installed"
+    assert probe_gpu.missing("qlora", "adamw") == "peft, bitsandbytes, accelerate are not installed"
     assert probe_gpu.missing("full", "paged_adamw_8bit") == "bitsandbytes is not installed"
+
+
+def test_attention_falls_back_to_sdpa_without_a_flash_kernel(monkeypatch):
+    monkeypatch.setattr(probe_gpu, "find_spec", lambda name: object())  # flash_attn installed
+    assert probe_gpu.attention("flash") == "flash"
+    assert probe_gpu.attention("flash", "fp32") == "sdpa"  # FlashAttention 2 has no fp32 kernel
+    assert probe_gpu.attention("eager") == "eager"
+    monkeypatch.setattr(probe_gpu, "find_spec", lambda name: None)
+    assert probe_gpu.attention("flash") == "sdpa"
 
 
 def test_the_frozen_set_is_refused(plan_json, tmp_path):
