@@ -115,15 +115,13 @@ def _add_pilot(pilot: argparse.ArgumentParser) -> None:
 
 
 def _add_probe(probe: argparse.ArgumentParser) -> None:
-    from pipeline.training.probe import DEFAULT_CALIBRATION_FILE
-
     probe.add_argument("--plan", required=True, help="a snapshot's plan.json")
     probe.add_argument("--stage", required=True, help="the stage of plan.json to probe")
     probe.add_argument("--steps", type=int, default=3, help="optimizer steps measured")
     probe.add_argument(
         "--calibration-file",
-        help=f"your CSV the measured row is appended to (default {DEFAULT_CALIBRATION_FILE}); "
-        "never the frozen calibration set",
+        help="your CSV the measured row is appended to (default "
+        "~/.cache/cnc-corpus/own_measurements.csv); never the frozen calibration set",
     )
     probe.add_argument(
         "--gpu", help="the plan's target to run (default: the largest fitting one this card holds)"
