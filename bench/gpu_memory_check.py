@@ -10,8 +10,10 @@ its environment (versions, GPU, CUDA), to data/measured_memory_own.csv, which
     python -m tools.calibration --out docs/calibration.md --write-margins
 
 reads beside the frozen published set (the only way rows are added: docs/calibration.md).
-Needs an NVIDIA GPU with torch, transformers, peft and bitsandbytes; without them it says so
-and exits 0. `--dry-run` prints the estimates only.
+Needs an NVIDIA GPU with torch, transformers, peft, bitsandbytes and accelerate
+(`pip install -e '.[probe]'`); without them it says so and exits 0. The model is built and
+measured by pipeline/training/probe_gpu.py, as `cnc-corpus probe` does it. `--dry-run` prints
+the estimates only.
 
     python bench/gpu_memory_check.py [--models qwen2.5-0.5b qwen2.5-1.5b] [--seq-lens 1024 4096]
 """
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gc
 import sys
 import tempfile
 import time
@@ -32,6 +33,16 @@ sys.path.insert(0, str(ROOT))
 from pipeline.memory.estimate import estimate  # noqa: E402
 from pipeline.memory.models import get_model  # noqa: E402
 from pipeline.memory.params import param_counts  # noqa: E402
+from pipeline.training.probe_gpu import (  # noqa: E402
+    Build,
+    attention,
+    build_model,
+    free,
+    hf_config,
+    make_optimizer,
+    missing,
+    train_peak,
+)
 from schemas.memory import GIB  # noqa: E402
 from tools.calibration import row_to_case  # noqa: E402
 from tools.calibration_sources import OWN_CSV  # noqa: E402
@@ -89,22 +100,6 @@ def estimate_row(row: dict[str, object]) -> float:
     return estimate(get_model(case.model), case.setup).allocated_bytes / GIB
 
 
-def _have_gpu_stack() -> str | None:
-    """None if torch+CUDA, transformers, peft and bitsandbytes are usable, else why not."""
-    try:
-        import torch
-    except ImportError:
-        return "torch is not installed"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU visible to torch"
-    for mod in ("transformers", "peft", "bitsandbytes"):
-        try:
-            __import__(mod)
-        except ImportError:
-            return f"{mod} is not installed"
-    return None
-
-
 def environment() -> str:
     """Python, torch/CUDA, transformers, peft, bitsandbytes versions and the GPU, for a row."""
     import platform
@@ -127,104 +122,32 @@ def _importable(mod: str) -> bool:
     return True
 
 
-def _attn_impl() -> str:
-    try:
-        import flash_attn  # noqa: F401
-
-        return "flash_attention_2"
-    except ImportError:
-        return "sdpa"
-
-
-def _build(model_name: str, method: str, attn: str, workdir: Path):  # type: ignore[no-untyped-def]
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import BitsAndBytesConfig, Qwen2Config, Qwen2ForCausalLM
-
-    spec = get_model(model_name)
-    cfg = Qwen2Config(
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_layers,
-        num_attention_heads=spec.num_heads,
-        num_key_value_heads=spec.num_kv_heads,
-        vocab_size=spec.vocab_size,
-        tie_word_embeddings=spec.tie_embeddings,
-        max_position_embeddings=spec.max_context,
-        use_cache=False,
-        attn_implementation=attn,
-        torch_dtype=torch.bfloat16,
-    )
-    torch.manual_seed(0)
-    if method == "QLoRA":
-        # bitsandbytes quantizes while loading: save random bf16 weights locally, load in NF4.
-        path = workdir / model_name
-        if not (path / "config.json").exists():  # built on the CPU, straight in bf16
-            Qwen2ForCausalLM._from_config(cfg, torch_dtype=torch.bfloat16).save_pretrained(path)
-        bnb = BitsAndBytesConfig(
-            load_in_4bit=True,
-            bnb_4bit_quant_type="nf4",
-            bnb_4bit_use_double_quant=True,
-            bnb_4bit_compute_dtype=torch.bfloat16,
-        )
-        model = Qwen2ForCausalLM.from_pretrained(
-            path, quantization_config=bnb, torch_dtype=torch.bfloat16, device_map={"": 0},
-            attn_implementation=attn,
-        )  # fmt: skip
-    else:
-        with torch.device("cuda"):  # initialized directly in bf16 on the GPU
-            model = Qwen2ForCausalLM._from_config(
-                cfg, torch_dtype=torch.bfloat16, attn_implementation=attn
-            )
-    model.config.use_cache = False
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    if method != "full":
-        model.enable_input_require_grads()
-        lora = LoraConfig(
-            r=LORA_RANK,
-            lora_alpha=2 * LORA_RANK,
-            lora_dropout=LORA_DROPOUT,
-            target_modules=[
-                "q_proj",
-                "k_proj",
-                "v_proj",
-                "o_proj",
-                "gate_proj",
-                "up_proj",
-                "down_proj",
-            ],  # fmt: skip
-            task_type="CAUSAL_LM",
-        )
-        model = get_peft_model(model, lora)
-    model.train()
-    return model
+def _have_gpu_stack() -> str | None:
+    """None if torch+CUDA and the probe extra (QLoRA's packages too) are there, else why not."""
+    return missing("qlora", "adamw")
 
 
 def measure(model_name: str, method: str, seq: int, batch: int, steps: int, attn: str,
             workdir: Path) -> tuple[float, float]:  # fmt: skip
-    """(peak allocated GiB, peak reserved GiB) over model build and `steps` optimizer steps."""
-    import torch
-
-    gc.collect()
-    torch.cuda.empty_cache()
-    model = _build(model_name, method, attn, workdir)
-    # Training steady state only: the weights stay allocated, load-time transients do not count.
-    torch.cuda.reset_peak_memory_stats()
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=1e-5)  # foreach on CUDA; states in the params' dtype
-    vocab = get_model(model_name).vocab_size
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    for _ in range(steps):
-        ids = torch.randint(0, vocab, (batch, seq), device="cuda", generator=gen)
-        loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated() / GIB, torch.cuda.max_memory_reserved() / GIB
-    del model, opt, params, loss
-    gc.collect()
-    torch.cuda.empty_cache()
+    """(peak allocated GiB, peak reserved GiB) over `steps` optimizer steps after the build:
+    pure bf16, HF gradient checkpointing (non-reentrant), PEFT LoRA without the k-bit upcast."""
+    method = method.lower()
+    build = Build(
+        method=method,
+        weights_fp32=False,
+        attention=attn,
+        recompute=True,
+        reentrant=False,
+        lora_rank=LORA_RANK,
+        lora_dropout=LORA_DROPOUT,
+        kbit_upcast=False,
+    )
+    free()
+    model = build_model(hf_config(model_name), build, workdir / model_name)
+    opt = make_optimizer([p for p in model.parameters() if p.requires_grad], "adamw")
+    peak = train_peak(model, opt, (batch, seq), steps, accum=1, autocast=False)
+    del model, opt
+    free()
     return peak
 
 
@@ -243,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     if why_not:
         print(f"gpu_memory_check: skipped, {why_not}. Nothing measured.")
         return 0
-    attn = "sdpa" if args.dry_run else _attn_impl()
+    attn = "sdpa" if args.dry_run or attention("flash") == "sdpa" else "flash_attention_2"
     gpu_name, env = "", ""
     if not args.dry_run:
         import torch

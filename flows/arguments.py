@@ -43,7 +43,7 @@ def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 
 def build_parser(description: str | None) -> argparse.ArgumentParser:
-    """The whole command line: `run`, `serve`, `estimate` and `pilot`."""
+    """The whole command line: `run`, `serve`, `estimate`, `pilot` and `probe`."""
     parser = _Parser(prog="cnc-corpus", description=description)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_run(sub.add_parser("run", help="run a flow locally (the same flow Prefect deploys)"))
@@ -61,6 +61,12 @@ def build_parser(description: str | None) -> argparse.ArgumentParser:
     _add_pilot(
         sub.add_parser(
             "pilot", help="a small stratified slice of the latest snapshot and a small-model plan"
+        )
+    )
+    _add_probe(
+        sub.add_parser(
+            "probe",
+            help="measure a planned stage's peak on this machine's GPU, beside the estimate",
         )
     )
     return parser
@@ -106,3 +112,22 @@ def _add_pilot(pilot: argparse.ArgumentParser) -> None:
     pilot.add_argument("--rows", type=int, default=2000, help="SFT rows in the slice")
     pilot.add_argument("--model", default="qwen2.5-0.5b", help="model preset to plan for")
     pilot.add_argument("--config", help="TOML or YAML configuration file")
+
+
+def _add_probe(probe: argparse.ArgumentParser) -> None:
+    probe.add_argument("--plan", required=True, help="a snapshot's plan.json")
+    probe.add_argument("--stage", required=True, help="the stage of plan.json to probe")
+    probe.add_argument("--steps", type=int, default=3, help="optimizer steps measured")
+    probe.add_argument(
+        "--calibration-file",
+        help="your CSV the measured row is appended to (default "
+        "~/.cache/cnc-corpus/own_measurements.csv); never the frozen calibration set",
+    )
+    probe.add_argument(
+        "--gpu", help="the plan's target to run (default: the largest fitting one this card holds)"
+    )
+    probe.add_argument(
+        "--config",
+        help="TOML or YAML configuration the plan was made with: precision, optimizer, attention, "
+        "loss and LoRA settings, which plan.json does not record (default: the built-in stages)",
+    )

@@ -93,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "pilot":
             return _pilot(args)
+        if args.command == "probe":
+            from pipeline.training import probe
+
+            return probe.run(args)
         return _run(args) if args.command == "run" else _serve(args)
     except PipelineError as exc:
         print(f"cnc-corpus: error: {exc}", file=sys.stderr)
