@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.memory import ALL_LINEAR, Attention, LinearName, LossImpl, Method, Optimizer, Precision
+
+Scheduler = Literal["cosine", "linear", "constant_with_warmup"]
 
 DEFAULT_GPUS: tuple[str, ...] = (
     "rtx-4090",
@@ -99,10 +103,63 @@ class StageConfig(BaseModel):
             "`plan.seq_multiple`, capped by the model's context); longer rows are truncated"
         ),
     )
-    global_batch_tokens: int = Field(
+    min_steps_per_epoch: int = Field(
+        default=50,
+        gt=0,
+        description=(
+            "optimizer steps one epoch should have at least: the tokens per step are the epoch's "
+            "token slots divided by this, whole sequences, at least one sequence per device and "
+            "at most `max_tokens_per_step`; a stage of fewer sequences gets one per device and "
+            "step"
+        ),
+    )
+    max_tokens_per_step: int = Field(
         default=131_072,
         gt=0,
-        description="tokens per optimizer step the gradient accumulation is chosen for",
+        description=(
+            "most tokens (sequence slots) per optimizer step: the cap of a large stage's batch, "
+            "reached when the epoch has at least `min_steps_per_epoch` steps of it"
+        ),
+    )
+    learning_rate: float | None = Field(
+        None,
+        gt=0.0,
+        description=(
+            "peak learning rate; None: by method (full 1e-5, LoRA 1e-4, QLoRA 2e-4: "
+            "`pipeline/training/schedule.py` cites the sources)"
+        ),
+    )
+    epochs: int | None = Field(
+        None,
+        gt=0,
+        description=(
+            "passes over the stage's rows; None: by corpus (pretrain 1: domain adaptation on "
+            "manuals; tier_A 3: expert samples; tier_B and sft_tools 2; tier_C 1: the small "
+            "alignment share)"
+        ),
+    )
+    warmup_ratio: float = Field(
+        default=0.03,
+        ge=0.0,
+        lt=1.0,
+        description=(
+            "share of the stage's optimizer steps the learning rate warms up over (rounded up)"
+        ),
+    )
+    min_warmup_steps: int = Field(
+        default=10,
+        ge=0,
+        description=(
+            "warmup steps at least, where that is at most a tenth of the stage's steps (a stage "
+            "of a few steps warms up over `warmup_ratio` of them, at least one)"
+        ),
+    )
+    scheduler: Scheduler = Field(
+        "cosine",
+        description=(
+            "learning-rate schedule after warmup (transformers `lr_scheduler_type`): 'cosine', "
+            "'linear' or 'constant_with_warmup'"
+        ),
     )
     gpus: tuple[str, ...] = Field(
         DEFAULT_GPUS,
@@ -130,12 +187,12 @@ class PlanConfig(BaseModel):
                 name="domain-adapt",
                 corpus="pretrain",
                 lora_rank=64,
-                global_batch_tokens=524_288,
+                max_tokens_per_step=524_288,
             ),
             StageConfig(name="sft-expert", corpus="tier_A"),
             StageConfig(name="sft-broad", corpus="tier_B"),
             StageConfig(name="sft-tools", corpus="sft_tools"),
-            StageConfig(name="align", corpus="tier_C", share=0.1, global_batch_tokens=65_536),
+            StageConfig(name="align", corpus="tier_C", share=0.1, max_tokens_per_step=65_536),
         ],
         description=(
             "the training stages planned in each snapshot's plan.json, in order; each gets a "
@@ -177,6 +234,30 @@ class TokenStats(BaseModel):
     max: int
 
 
+class BatchRule(BaseModel):
+    """Tokens per optimizer step chosen from the stage's size, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_steps_per_epoch: int
+    max_tokens_per_step: int
+    target_tokens_per_step: int  # whole sequences; the accumulation is chosen to reach it
+    reason: str  # the rule with this stage's numbers
+
+
+class Schedule(BaseModel):
+    """Learning rate, epochs, warmup and scheduler of a stage; `reasons` says why each."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    learning_rate: float
+    epochs: int
+    warmup_ratio: float
+    min_warmup_steps: int
+    scheduler: str
+    reasons: dict[str, str]  # learning_rate, epochs, warmup, scheduler -> why
+
+
 class GpuFit(BaseModel):
     """The largest micro-batch of `max_seq_len` rows one target fits, and what it needs."""
 
@@ -188,10 +269,14 @@ class GpuFit(BaseModel):
     fits: bool
     recompute: str  # least recomputation that fits one row: none | selective | full
     recompute_needed: bool
-    micro_batch: int  # with `recompute`; 0 when nothing fits
+    micro_batch: int  # rows per device and forward pass: min(max_micro_batch, what a step takes)
+    max_micro_batch: int  # the largest that fits with `recompute`; 0 when nothing fits
     micro_batch_full_recompute: int
-    grad_accum_steps: int | None
+    grad_accum_steps: int | None  # ceil(target tokens per step / (micro_batch x seq x devices))
     tokens_per_step: int | None  # micro_batch x max_seq_len x devices x grad_accum_steps
+    steps_per_epoch: int | None  # ceil(sequences per epoch x max_seq_len / tokens_per_step)
+    total_steps: int | None  # steps_per_epoch x epochs
+    warmup_steps: int | None
     peak_gib: float | None  # expected device total at the chosen micro-batch
     # what the fit was decided with: the expected total plus its regime's leave-one-source-out
     # margin (docs/calibration.md)
@@ -213,7 +298,9 @@ class StagePlan(BaseModel):
     truncated_token_rate: float  # tokens cut off
     packing: bool
     packing_efficiency: float  # real tokens / token slots (packed bins or padded rows)
-    global_batch_tokens: int
+    sequences_per_epoch: int  # packed bins, or rows when each row is padded
+    batch: BatchRule
+    schedule: Schedule
     gpus: list[GpuFit]
 
 

@@ -11,6 +11,7 @@ import polars as pl
 from pipeline.memory.estimate import estimate, max_micro_batch
 from pipeline.memory.gpus import get_gpu
 from pipeline.memory.models import get_model
+from pipeline.training.schedule import batch_rule, schedule, warmup_steps
 from schemas.memory import GIB, ModelSpec, TrainingSetup
 from schemas.plan import GpuFit, Plan, PlanConfig, StageConfig, StagePlan, TokenStats
 
@@ -94,50 +95,64 @@ def _setup(stage: StageConfig, seq_len: int, devices: int, recompute: str) -> Tr
     )
 
 
-def fit_gpu(
-    model: ModelSpec, stage: StageConfig, seq_len: int, gpu_name: str, headroom: float
-) -> GpuFit:
-    """Largest micro-batch with the least recomputation, and accumulation for the global batch.
+def _no_fit(gpu_name: str, devices: int, memory_gib: float) -> GpuFit:
+    return GpuFit(
+        gpu=gpu_name,
+        devices=devices,
+        memory_gib=round(memory_gib, 2),
+        fits=False,
+        recompute="full",
+        recompute_needed=True,
+        micro_batch=0,
+        max_micro_batch=0,
+        micro_batch_full_recompute=0,
+        grad_accum_steps=None,
+        tokens_per_step=None,
+        steps_per_epoch=None,
+        total_steps=None,
+        warmup_steps=None,
+        peak_gib=None,
+        plan_with_gib=None,
+    )
 
-    Fits are decided on the conservative plan-with figure (expected total plus the margin of
-    its regime), so a plan does not OOM where the estimator has under-estimated before."""
-    gpu = get_gpu(gpu_name)
+
+def fit_gpu(
+    model: ModelSpec, stage: StageConfig, sp: StagePlan, gpu_name: str, headroom: float
+) -> GpuFit:
+    """The least recomputation that fits, its largest micro-batch, and from the stage's target
+    tokens per step (`sp.batch`) the micro-batch and accumulation actually used.
+
+    micro_batch = min(largest that fits, ceil(target / (seq x devices))) and accumulation =
+    ceil(target / (micro_batch x seq x devices)). Fits are decided on the conservative
+    plan-with figure (expected total plus the margin of its regime)."""
+    gpu, seq = get_gpu(gpu_name), sp.max_seq_len
+    target = sp.batch.target_tokens_per_step
+    wanted = max(1, math.ceil(target / (seq * gpu.count)))
 
     def best(recompute: str, accum: int) -> tuple[TrainingSetup, int]:
-        s = _setup(stage, seq_len, gpu.count, recompute).model_copy(
-            update={"grad_accum_steps": accum}
-        )
+        s = _setup(stage, seq, gpu.count, recompute).model_copy(update={"grad_accum_steps": accum})
         return s, max_micro_batch(model, s, gpu, headroom)
 
     def accum_for(mb: int) -> int:
-        return max(1, math.ceil(stage.global_batch_tokens / (mb * seq_len * gpu.count)))
+        return max(1, math.ceil(target / (mb * seq * gpu.count)))
 
-    chosen, setup, mb = "full", None, 0
+    chosen, setup, largest = "full", None, 0
     for mode in _RECOMPUTE_ORDER:
-        setup, mb = best(mode, 1)
-        if mb and accum_for(mb) > 1:  # accumulating keeps gradients alive during forward
-            setup, mb = best(mode, 2)
-        if mb:
+        setup, largest = best(mode, 1)
+        if largest and accum_for(min(largest, wanted)) > 1:  # gradients live during forward
+            setup, largest = best(mode, 2)
+        if largest:
             chosen = mode
             break
-    _, mb_full = best("full", 2 if mb and accum_for(mb) > 1 else 1)
-    if not mb or setup is None:
-        return GpuFit(
-            gpu=gpu.name,
-            devices=gpu.count,
-            memory_gib=round(gpu.memory_gib, 2),
-            fits=False,
-            recompute="full",
-            recompute_needed=True,
-            micro_batch=0,
-            micro_batch_full_recompute=0,
-            grad_accum_steps=None,
-            tokens_per_step=None,
-            peak_gib=None,
-            plan_with_gib=None,
-        )
+    if not largest or setup is None:
+        return _no_fit(gpu.name, gpu.count, gpu.memory_gib)
+    mb = min(largest, wanted)
     accum = accum_for(mb)
+    _, mb_full = best("full", 2 if accum > 1 else 1)
     peak = estimate(model, setup.model_copy(update={"micro_batch": mb, "grad_accum_steps": accum}))
+    tokens = mb * seq * gpu.count * accum
+    steps = math.ceil(sp.sequences_per_epoch * seq / tokens)  # 0 for a stage without rows
+    total = steps * sp.schedule.epochs
     return GpuFit(
         gpu=gpu.name,
         devices=gpu.count,
@@ -146,15 +161,20 @@ def fit_gpu(
         recompute=chosen,
         recompute_needed=chosen != "none",
         micro_batch=mb,
+        max_micro_batch=largest,
         micro_batch_full_recompute=mb_full,
         grad_accum_steps=accum,
-        tokens_per_step=mb * seq_len * gpu.count * accum,
+        tokens_per_step=tokens,
+        steps_per_epoch=steps,
+        total_steps=total,
+        warmup_steps=warmup_steps(total, sp.schedule),
         peak_gib=round(peak.total_bytes / GIB, 2),
         plan_with_gib=round(peak.plan_with_bytes / GIB, 2),
     )
 
 
 def plan_stage(lengths: pl.Series, stage: StageConfig, cfg: PlanConfig) -> StagePlan:
+    """The stage's token statistics, sequence length, batch rule, schedule and GPU fits."""
     if stage.share < 1.0 and lengths.len():
         n = max(1, round(lengths.len() * stage.share))
         lengths = lengths.sample(n=n, seed=cfg.seed)
@@ -165,10 +185,11 @@ def plan_stage(lengths: pl.Series, stage: StageConfig, cfg: PlanConfig) -> Stage
     over = arr > seq
     total = int(arr.sum())
     if stage.packing:
-        _, efficiency = pack_efficiency(arr, seq)
+        sequences, efficiency = pack_efficiency(arr, seq)
     else:  # rows padded to max_seq_len
+        sequences = int(arr.size)
         efficiency = float(np.minimum(arr, seq).sum()) / (arr.size * seq) if arr.size else 0.0
-    return StagePlan(
+    sp = StagePlan(
         name=stage.name,
         corpus=stage.corpus,
         model=model.name,
@@ -181,9 +202,13 @@ def plan_stage(lengths: pl.Series, stage: StageConfig, cfg: PlanConfig) -> Stage
         truncated_token_rate=float((arr[over] - seq).sum()) / total if total else 0.0,
         packing=stage.packing,
         packing_efficiency=round(efficiency, 4),
-        global_batch_tokens=stage.global_batch_tokens,
-        gpus=[fit_gpu(model, stage, seq, g, cfg.headroom) for g in stage.gpus],
+        sequences_per_epoch=sequences,
+        batch=batch_rule(sequences, seq, stage),
+        schedule=schedule(stage),
+        gpus=[],
     )
+    sp.gpus = [fit_gpu(model, stage, sp, g, cfg.headroom) for g in stage.gpus]
+    return sp
 
 
 def plan_stages(lengths: dict[str, pl.Series], cfg: PlanConfig) -> Plan:
@@ -227,6 +252,10 @@ def plan_table_rows(plan: Plan) -> list[dict[str, object]]:
                     "micro_batch": g.micro_batch,
                     "recompute": g.recompute,
                     "grad_accum": g.grad_accum_steps,
+                    "tokens_per_step": g.tokens_per_step,
+                    "steps_per_epoch": g.steps_per_epoch,
+                    "epochs": st.schedule.epochs,
+                    "learning_rate": st.schedule.learning_rate,
                     "expected_gib": g.peak_gib,
                     "plan_with_gib": g.plan_with_gib,
                 }

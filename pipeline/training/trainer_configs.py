@@ -4,13 +4,16 @@ For each stage with rows and a GPU that fits, under the snapshot's `trainer/` fo
 - `dataset_info.json`: one LLaMA-Factory dataset entry per stage (Parquet folders of the
   snapshot, paths relative to `trainer/`);
 - `llamafactory/<stage>.yaml`: a `llamafactory-cli train` file, run from the snapshot folder;
-- `trl/<stage>.json`: `model_config` (TRL `ModelConfig` fields), `sft_config` (TRL `SFTConfig`
-  fields), `dataset` (`datasets.load_dataset` arguments) and `planned_for`;
+- `trl/<stage>.yaml`: a flat `trl sft --config` file, run from the snapshot folder: fields of
+  TRL's `ScriptArguments` (the stage's Parquet folder as `dataset_name`), `SFTConfig` and
+  `ModelConfig` only, what the plan expects in its comments;
 - `index.json`: the GPU each stage was planned for and its expected peak, or why none;
 - `tools.json`: the tool schemas of the tool-use samples.
 
-Sequence length, micro-batch, accumulation, recomputation, LoRA rank and targets, quantization
-and precision come from the plan and its stage configuration, nothing else.
+Sequence length, micro-batch, accumulation, recomputation, learning rate, epochs, warmup steps,
+scheduler, LoRA rank and targets, quantization and precision come from the plan and its stage
+configuration, nothing else. LoRA alpha is twice the rank in both trainers (LLaMA-Factory's
+default; TRL's default is a fixed 32).
 """
 
 from __future__ import annotations
@@ -80,12 +83,6 @@ def dataset_entry(stage: StagePlan) -> dict[str, object]:
     return entry
 
 
-def _data_files(stage: StagePlan) -> str:
-    """Parquet files of the stage's corpus, relative to the snapshot folder."""
-    folder = str(dataset_entry(stage)["file_name"]).removeprefix("../")
-    return f"{folder}/*.parquet"
-
-
 def choose_gpu(stage: StagePlan, preferred: str | None) -> GpuFit | None:
     """`preferred` when it fits this stage, else the first target of the plan that fits."""
     fits = [g for g in stage.gpus if g.fits]
@@ -121,6 +118,7 @@ def llamafactory_yaml(
     }
     if stage.method in {"lora", "qlora"}:
         args["lora_rank"] = settings.lora_rank
+        args["lora_alpha"] = 2 * settings.lora_rank
         targets = settings.lora_targets
         args["lora_target"] = "all" if set(targets) == set(ALL_LINEAR) else ",".join(targets)
     if stage.method == "qlora":
@@ -138,6 +136,7 @@ def llamafactory_yaml(
         disable_gradient_checkpointing=not fit.recompute_needed,
         flash_attn=_LF_ATTENTION[settings.attention],
         optim=_OPTIM[settings.optimizer],
+        **_schedule_args(stage, fit),
         output_dir=f"{cfg.output_root}/{stage.name}",
     )
     if settings.precision == "bf16":
@@ -154,23 +153,46 @@ def llamafactory_yaml(
     return args
 
 
-def trl_config(
-    stage: StagePlan, settings: StageConfig, fit: GpuFit, cfg: TrainerConfig, headroom: float
-) -> dict[str, object]:
-    """`ModelConfig` and `SFTConfig` arguments for TRL's SFTTrainer, the dataset to load, and
-    what the plan expects (`planned_for`)."""
+def _schedule_args(stage: StagePlan, fit: GpuFit) -> dict[str, object]:
+    """Learning rate, epochs, scheduler and warmup (transformers `TrainingArguments` names)."""
+    return {
+        "learning_rate": stage.schedule.learning_rate,
+        "num_train_epochs": float(stage.schedule.epochs),
+        "lr_scheduler_type": stage.schedule.scheduler,
+        "warmup_steps": fit.warmup_steps,
+        "logging_steps": max(1, min(10, (fit.steps_per_epoch or 0) // 5)),
+    }
+
+
+def _trl_model(stage: StagePlan, settings: StageConfig, cfg: TrainerConfig) -> dict[str, object]:
+    """TRL `ModelConfig` fields; frozen weights load in bf16, full-FT master weights in fp32."""
+    frozen = stage.method in {"lora", "qlora"} or settings.precision == "bf16"
     model: dict[str, object] = {
         "model_name_or_path": _model_path(stage.model, cfg),
+        "dtype": "bfloat16" if frozen else "float32",
         "attn_implementation": _HF_ATTENTION[settings.attention],
         "use_peft": stage.method in {"lora", "qlora"},
     }
     if stage.method in {"lora", "qlora"}:
         model["lora_r"] = settings.lora_rank
+        model["lora_alpha"] = 2 * settings.lora_rank
         model["lora_target_modules"] = list(settings.lora_targets)
     if stage.method == "qlora":
         model["load_in_4bit"] = True
         model["bnb_4bit_quant_type"] = "nf4"
-    sft: dict[str, object] = {
+    return model
+
+
+def trl_config(
+    stage: StagePlan, settings: StageConfig, fit: GpuFit, cfg: TrainerConfig
+) -> dict[str, object]:
+    """One flat mapping of TRL `ScriptArguments`, `SFTConfig` and `ModelConfig` fields, as
+    `trl sft --config FILE` reads it. A stage on a share of its corpus stops at its planned
+    steps (`max_steps`): TRL reads the whole folder and has no row sample of its own."""
+    args: dict[str, object] = {
+        "dataset_name": str(dataset_entry(stage)["file_name"]).removeprefix("../"),
+        "dataset_train_split": "train",
+        **_trl_model(stage, settings, cfg),
         "output_dir": f"{cfg.output_root}/{stage.name}",
         "max_length": stage.max_seq_len,
         "packing": stage.packing,
@@ -179,20 +201,18 @@ def trl_config(
         "gradient_checkpointing": fit.recompute_needed,
         "bf16": settings.precision in {"bf16_mixed", "bf16", "fp8"},
         "optim": _OPTIM[settings.optimizer],
+        **_schedule_args(stage, fit),
     }
+    if stage.share < 1.0:
+        args["max_steps"] = fit.total_steps
     if stage.corpus == "pretrain":
-        sft["dataset_text_field"] = "text"
+        args["dataset_text_field"] = "text"
     if settings.loss == "fused":
-        sft["use_liger_kernel"] = True
+        args["use_liger_kernel"] = True
     deepspeed = _deepspeed(fit.devices, settings.multi_gpu_zero)
     if deepspeed:
-        sft["deepspeed"] = deepspeed
-    return {
-        "planned_for": _planned_for(stage, fit, headroom),
-        "dataset": {"path": "parquet", "data_files": _data_files(stage), "split": "train"},
-        "model_config": model,
-        "sft_config": sft,
-    }
+        args["deepspeed"] = deepspeed
+    return args
 
 
 def _planned_for(stage: StagePlan, fit: GpuFit, headroom: float) -> dict[str, object]:
@@ -213,29 +233,51 @@ def _planned_for(stage: StagePlan, fit: GpuFit, headroom: float) -> dict[str, ob
         "micro_batch": fit.micro_batch,
         "grad_accum_steps": fit.grad_accum_steps,
         "tokens_per_step": fit.tokens_per_step,
+        "steps_per_epoch": fit.steps_per_epoch,
+        "total_steps": fit.total_steps,
+        "warmup_steps": fit.warmup_steps,
+        "learning_rate": stage.schedule.learning_rate,
+        "epochs": stage.schedule.epochs,
         "max_seq_len": stage.max_seq_len,
         "truncation_rate": stage.truncation_rate,
         "packing_efficiency": stage.packing_efficiency,
     }
 
 
-def _yaml_text(stage: StagePlan, fit: GpuFit, args: dict[str, object], headroom: float) -> str:
+def _yaml_text(
+    stage: StagePlan, fit: GpuFit, args: dict[str, object], headroom: float, command: str
+) -> str:
+    """The YAML of `args` under comments saying what the plan expects and how to run it."""
     recompute = {
         "none": "none",
         "selective": "selective (attention); the trainer recomputes whole layers: peak at or"
         " below the plan's",
         "full": "full (whole layers)",
     }.get(fit.recompute, fit.recompute)
+    sched = stage.schedule
     head = [
         f"# cnc-corpus stage {stage.name}: corpus {stage.corpus}, {stage.stats.rows:,} rows, "
         f"{stage.stats.tokens:,} tokens, {stage.model} {stage.method}",
         f"# Planned for {fit.gpu}: {fit.devices} device(s) x {fit.memory_gib:g} GiB; expected"
         f" peak {fit.peak_gib} GiB per device ({headroom:.0%} of the card left free)",
-        f"# Recomputation: {recompute}. Tokens per optimizer step: {fit.tokens_per_step:,}.",
-        f"# Run from the snapshot folder: llamafactory-cli train {FOLDER}/llamafactory/"
-        f"{stage.name}.yaml",
+        f"# Recomputation: {recompute}. Tokens per optimizer step: {fit.tokens_per_step:,};"
+        f" {fit.steps_per_epoch} steps per epoch, {fit.total_steps} in all.",
+        f"# Batch: {stage.batch.reason}",
+        f"# Learning rate {sched.learning_rate:g}: {sched.reasons['learning_rate']}",
+        f"# Epochs {sched.epochs}: {sched.reasons['epochs']}",
+        f"# Warmup {fit.warmup_steps} steps: {sched.reasons['warmup']}; {sched.scheduler}",
+        f"# Run from the snapshot folder: {command}",
     ]
     return "\n".join(head) + "\n" + yaml.safe_dump(args, sort_keys=False, allow_unicode=True)
+
+
+def _commands(stage: StagePlan, fit: GpuFit) -> tuple[str, str]:
+    """The LLaMA-Factory and TRL command lines of a stage."""
+    launch = f" --num_processes {fit.devices}" if fit.devices > 1 else ""
+    return (
+        f"llamafactory-cli train {FOLDER}/llamafactory/{stage.name}.yaml",
+        f"trl sft{launch} --config {FOLDER}/trl/{stage.name}.yaml",
+    )
 
 
 def trainer_files(plan: Plan, plan_cfg: PlanConfig, cfg: TrainerConfig) -> dict[str, object]:
@@ -252,11 +294,15 @@ def trainer_files(plan: Plan, plan_cfg: PlanConfig, cfg: TrainerConfig) -> dict[
             continue
         st = settings[stage.name]
         dataset_info[_dataset_name(stage)] = dataset_entry(stage)
+        lf_cmd, trl_cmd = _commands(stage, fit)
         lf = llamafactory_yaml(stage, st, fit, cfg)
         files[f"{FOLDER}/llamafactory/{stage.name}.yaml"] = _yaml_text(
-            stage, fit, lf, plan.headroom
+            stage, fit, lf, plan.headroom, lf_cmd
         )
-        files[f"{FOLDER}/trl/{stage.name}.json"] = trl_config(stage, st, fit, cfg, plan.headroom)
+        trl = trl_config(stage, st, fit, cfg)
+        files[f"{FOLDER}/trl/{stage.name}.yaml"] = _yaml_text(
+            stage, fit, trl, plan.headroom, trl_cmd
+        )
         zero = _deepspeed(fit.devices, st.multi_gpu_zero)
         if zero:
             files[zero] = {

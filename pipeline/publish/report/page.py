@@ -118,12 +118,15 @@ def _plan_table(plan: Plan) -> str:
         "truncated tokens",
         "packing",
         "packing efficiency",
-        "global batch tokens",
+        "tokens per step",
+        "epochs",
+        "learning rate",
     ]
     rows = [
         [s.name, s.corpus, s.model, s.method, f"{s.share:g}", s.stats.rows, s.stats.tokens,
          s.stats.p99, s.max_seq_len, f"{s.truncation_rate:.2%}", f"{s.truncated_token_rate:.2%}",
-         "yes" if s.packing else "no", f"{s.packing_efficiency:.1%}", s.global_batch_tokens]
+         "yes" if s.packing else "no", f"{s.packing_efficiency:.1%}",
+         s.batch.target_tokens_per_step, s.schedule.epochs, f"{s.schedule.learning_rate:g}"]
         for s in plan.stages
     ]  # fmt: skip
     return table(head, rows)

@@ -74,12 +74,16 @@ def test_default_plan_covers_five_stages() -> None:
             if not g.fits:
                 continue
             assert g.peak_gib is not None and g.peak_gib <= g.memory_gib * 0.85 + 1e-6
-            assert g.tokens_per_step is not None
-            assert g.tokens_per_step >= st.global_batch_tokens
-            assert g.grad_accum_steps is not None
-            assert g.tokens_per_step - st.global_batch_tokens < (
+            assert g.tokens_per_step is not None and g.steps_per_epoch is not None
+            assert g.tokens_per_step >= st.batch.target_tokens_per_step
+            assert g.grad_accum_steps is not None and g.micro_batch <= g.max_micro_batch
+            assert g.tokens_per_step - st.batch.target_tokens_per_step < (
                 g.micro_batch * st.max_seq_len * g.devices
             )
+            # accumulation rounds up, by less than one micro-step: at most half the steps lost
+            slots = st.sequences_per_epoch * st.max_seq_len
+            assert g.steps_per_epoch == -(-slots // g.tokens_per_step)
+            assert g.steps_per_epoch >= min(50, st.sequences_per_epoch // g.devices) // 2
 
 
 def test_recompute_needed_on_small_cards() -> None:
@@ -100,12 +104,14 @@ def test_recompute_needed_on_small_cards() -> None:
     assert st.max_seq_len == 4096 and st.truncation_rate == 0.0
     small, big = st.gpus
     assert small.recompute_needed and small.recompute in ("selective", "full")
-    assert not big.recompute_needed and big.micro_batch > small.micro_batch
+    # 100 rows, 54 packed sequences of 4096: one sequence per step, on either card
+    assert not big.recompute_needed and big.max_micro_batch > small.max_micro_batch
+    assert small.micro_batch == big.micro_batch == 1 and st.sequences_per_epoch == 54
     assert small.peak_gib is not None and small.peak_gib <= 0.85 * small.memory_gib
     # one more row than the chosen micro-batch would break the headroom
     model = get_model("qwen2.5-0.5b")
     setup = TrainingSetup(method="full", seq_len=4096, recompute=small.recompute,
-                          micro_batch=small.micro_batch + 1, grad_accum_steps=2)  # fmt: skip
+                          micro_batch=small.max_micro_batch + 1, grad_accum_steps=2)  # fmt: skip
     assert estimate(model, setup).total_gib > 0.85 * small.memory_gib
 
 
