@@ -174,7 +174,14 @@ class TrainingSetup(BaseModel):
     recompute_modules: tuple[RecomputeModule, ...] = ()  # non-empty: checkpoint these modules
     activation_offload: bool = False  # checkpointed layer inputs live on the CPU
     loss: LossImpl = "standard"
-    loss_chunks: int = Field(default=8, gt=0)
+    loss_chunks: int = Field(default=8, gt=0)  # chunked loss: chunks the tokens are split into
+    # Liger-Kernel (apply_liger_kernel_to_*): fused linear cross-entropy (the loss as
+    # loss="fused", logits never materialized), fused RMSNorm (saves its input in its own dtype
+    # and one fp32 rstd per row), fused SwiGLU (saves gate and up only), fused RoPE (in place).
+    liger: bool = False
+    # Fused LoRA kernels (Unsloth's LoRA_QKV / LoRA_MLP / LoRA_W autograd functions): one saved
+    # input per fused group, no A output and no dropout copy (the fused path needs dropout 0).
+    fused_lora: bool = False
     # The loss runs under torch.compile (torchtune recipes with compile=True call
     # training.compile_loss; torchtitan's build_cross_entropy_loss with --training.compile):
     # inductor fuses the fp32 upcast, log-softmax and NLL, saves only the 16-bit logits and a
@@ -185,6 +192,10 @@ class TrainingSetup(BaseModel):
     tp: int = Field(default=1, gt=0)
     pp: int = Field(default=1, gt=0)
     sequence_parallel: bool = True  # only meaningful when tp > 1
+    # CPU offload. optimizer: optimizer states and their step on the host (DeepSpeed
+    # offload_optimizer, which also moves the gradient partitions; torchao's CPUOffloadOptimizer,
+    # which keeps them). all: parameters, gradients and optimizer states on the host (FSDP
+    # CPUOffload(offload_params=True), DeepSpeed ZeRO-3 offload_param + offload_optimizer).
     offload: Offload = "none"
     quantization: Quantization = "auto"
     double_quant: bool = True

@@ -45,43 +45,47 @@ class SavedTensor:
 
 
 def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[SavedTensor]:
-    """Tensors one decoder layer saves for backward without recomputation (per token)."""
+    """Tensors one decoder layer saves for backward without recomputation (per token). Liger's
+    RoPE rotates q and k in place and saves cos and sin only; HF's saves no q/k-sized tensor
+    either (it multiplies by the constants cos, sin): `q_k_v` is the same with `s.liger`."""
     h, d, a, kv = m.hidden_size, m.d_head, m.num_heads, m.num_kv_heads
-    e = 4.0 if s.precision == "fp32" else 2.0
-    full = s.method == "full"
-    lora = s.method in ("lora", "qlora")
-    adapted = set(s.lora_targets) if lora else set()
-    dropout = lora and s.lora_dropout > 0
+    e, full = (4.0 if s.precision == "fp32" else 2.0), s.method == "full"
+    adapted = set(s.lora_targets) if s.method in ("lora", "qlora") else set()
+    # The fused LoRA path runs without dropout (Unsloth takes it only at lora_dropout 0).
+    dropout = bool(adapted) and s.lora_dropout > 0 and not s.fused_lora
     quantized = quant_bytes(s) is not None  # bnb/GPTQ matmuls save their input for backward
     r = stream_bytes(s)
     # An fp32 stream: each quantized linear casts its input to the compute dtype and saves that
     # copy (one per linear, not shared); fp32 adapters read (and keep) the fp32 input itself.
     upcast = r > e
 
-    def linear_in(width: int, modules: tuple[str, ...]) -> float:
-        """Bytes per token kept of the input shared by `modules` (q/k/v or gate/up)."""
-        if not upcast:
-            return e * width if input_kept(*modules) else 0.0
-        read_by_adapter = not dropout and bool(adapted.intersection(modules))
-        return len(modules) * e * width + (r * width if read_by_adapter else 0.0)
-
     def input_kept(*modules: str) -> bool:
         """A linear input stays alive if its weight trains, its quantized matmul saves it, or a
         dropout-free adapter reads it."""
         return full or quantized or (not dropout and bool(adapted.intersection(modules)))
 
+    def linear_in(width: int, modules: tuple[str, ...]) -> float:
+        """Bytes per token kept of the input shared by `modules` (q/k/v or gate/up). A fused
+        LoRA kernel over the whole group saves that input once, in the stream dtype."""
+        if s.fused_lora and adapted.issuperset(modules):
+            return r * width
+        if not upcast:
+            return e * width if input_kept(*modules) else 0.0
+        read_by_adapter = not dropout and bool(adapted.intersection(modules))
+        return len(modules) * e * width + (r * width if read_by_adapter else 0.0)
+
     kv_width = kv * d if s.attention == "flash" else a * d  # sdpa/eager repeat K,V to all heads
     mlp_in: tuple[str, ...] = ("gate_proj", "up_proj")
     shared_norm = m.parallel_block and m.norms_per_layer == 1  # one normed input feeds both
     attn_in = ("q_proj", "k_proj", "v_proj", *(mlp_in if shared_norm else ()))
-    t: list[SavedTensor] = [
-        SavedTensor("attn_norm_fp32_in", 4.0 * h, tp_split=False),
-        SavedTensor("attn_norm_normed", e * h if full else 0.0, tp_split=False),
+    t = _norm_tensors(s, "attn", h, "attention", full)
+    t += [
         SavedTensor("qkv_in", linear_in(h, attn_in), False),
         SavedTensor("q_k_v", e * (a * d + 2 * kv_width)),
     ]
-    if m.qk_norm:
-        t.append(SavedTensor("qk_norm_fp32_in", 4.0 * (a + kv) * d))
+    if m.qk_norm:  # per-head norms of q and k: rows of head_dim
+        qk = 4.0 * (a + kv) if s.liger else 0.0
+        t.append(SavedTensor("qk_norm_in", (r if s.liger else 4.0) * (a + kv) * d + qk))
     if s.attention == "eager":
         t.append(SavedTensor("softmax_fp32_and_probs", (4.0 + e) * a * s.seq_len, core=True))
         o_in = e * a * d if input_kept("o_proj") else 0.0
@@ -90,8 +94,10 @@ def layer_saved_tensors(m: ModelSpec, s: TrainingSetup) -> list[SavedTensor]:
         t.append(SavedTensor("softmax_lse", 4.0 * a, core=True))
         # The kernel saves its output O, which is also o_proj's input.
         t.append(SavedTensor("attn_out", e * a * d, core=not input_kept("o_proj")))
-    t += _mlp_tensors(m, s, shared_norm, linear_in)
-    t += _adapter_tensors(m, s, sorted(adapted), dropout)
+    fused_mlp = s.fused_lora and adapted.issuperset(("gate_proj", "up_proj", "down_proj"))
+    t += _mlp_tensors(m, s, shared_norm, linear_in, fused_mlp)
+    if not s.fused_lora:
+        t += _adapter_tensors(m, s, sorted(adapted), dropout)
     return [x for x in t if x.bytes_per_token > 0]
 
 
@@ -100,31 +106,54 @@ def _mlp_tensors(
     s: TrainingSetup,
     shared_norm: bool,
     linear_in: Callable[[int, tuple[str, ...]], float],
+    fused_mlp: bool,
 ) -> list[SavedTensor]:
     """What the MLP half of a layer saves; `linear_in` is the bytes per token an input shared by
-    some linears keeps."""
-    h, f, e, r = (
-        m.hidden_size,
-        m.mlp_width_per_token,
-        4.0 if s.precision == "fp32" else 2.0,
-        stream_bytes(s),
-    )
+    some linears keeps; `fused_mlp`: one fused LoRA kernel over gate, up and down."""
+    h, f, r = m.hidden_size, m.mlp_width_per_token, stream_bytes(s)
     t: list[SavedTensor] = []
     if not shared_norm:
-        t += [
-            SavedTensor("mlp_norm_fp32_in", 4.0 * h, tp_split=False, group="mlp"),
-            SavedTensor(
-                "mlp_norm_normed", e * h if s.method == "full" else 0.0, tp_split=False, group="mlp"
-            ),
-            SavedTensor("gate_up_in", linear_in(h, ("gate_proj", "up_proj")), False, group="mlp"),
-        ]
+        t += _norm_tensors(s, "mlp", h, "mlp", s.method == "full")
+        t.append(
+            SavedTensor("gate_up_in", linear_in(h, ("gate_proj", "up_proj")), False, group="mlp")
+        )
     if m.norms_per_layer == 4:  # Gemma-2: post-attention and post-MLP norms
         t.append(SavedTensor("post_norms_fp32_in", 2 * 4.0 * h, tp_split=False, group="mlp"))
     return t + [
-        # gated: gate, up and SiLU(gate); plain: up (the activation's input); stream dtype
-        SavedTensor("gate_up_silu", (2 * m.mlp_branches - 1) * r * f, group="mlp"),
-        SavedTensor("down_in", linear_in(f, ("down_proj",)), group="mlp"),
+        SavedTensor("gate_up_silu", swiglu_saved_width(m, s, fused_mlp) * r * f, group="mlp"),
+        # Unsloth's LoRA_MLP recomputes SiLU(gate) * up, down's input, in its backward
+        SavedTensor("down_in", 0.0 if fused_mlp else linear_in(f, ("down_proj",)), group="mlp"),
     ]
+
+
+def swiglu_saved_width(m: ModelSpec, s: TrainingSetup, fused_mlp: bool) -> int:
+    """Intermediate-wide tensors the MLP's activation saves, in the stream dtype. A plain MLP
+    saves the activation's input only: 1. Eager HF gated (`act_fn(gate_proj(x)) * up_proj(x)`):
+    gate for SiLU's backward, SiLU(gate) and up for the multiply's: 3. Liger's
+    LigerSiLUMulFunction saves gate and up and recomputes SiLU in its backward: 2. So does
+    Unsloth's fused LoRA_MLP (it keeps e = gate and g = up): 2."""
+    if m.mlp_branches == 1:
+        return 1
+    return 2 if (s.liger or fused_mlp) else 3
+
+
+def _norm_tensors(
+    s: TrainingSetup, prefix: str, width: int, group: str, full: bool
+) -> list[SavedTensor]:
+    """What a decoder RMSNorm saves for backward, per token. HF's RMSNorm upcasts its input
+    (`hidden_states.to(torch.float32)`) and autograd keeps that fp32 copy, 4 B x hidden; the
+    weight's multiply keeps the normalized 16-bit output too when the weight trains (e x hidden).
+    Liger's LigerRMSNorm is one kernel that saves its input X in the stream dtype and one fp32
+    rstd per row (4 B), and recomputes the normalized values for the weight's gradient."""
+    e = 4.0 if s.precision == "fp32" else 2.0
+    if s.liger:
+        kept = [SavedTensor(f"{prefix}_norm_in_rstd", stream_bytes(s) * width + 4.0, False)]
+    else:
+        kept = [
+            SavedTensor(f"{prefix}_norm_fp32_in", 4.0 * width, tp_split=False),
+            SavedTensor(f"{prefix}_norm_normed", e * width if full else 0.0, tp_split=False),
+        ]
+    return [SavedTensor(x.name, x.bytes_per_token, False, group=group) for x in kept]
 
 
 def _adapter_tensors(
@@ -230,17 +259,27 @@ def mask_bytes(s: TrainingSetup) -> float:
 
 
 def head_input_bytes(m: ModelSpec, s: TrainingSetup, has_head: bool) -> float:
-    """The final norm's fp32 input; its output too, which feeds lm_head, if the head trains."""
+    """What the final norm and lm_head save. The norm as a decoder norm (_norm_tensors: its fp32
+    input under HF, its input and an fp32 rstd per row under Liger; its normalized output too
+    when the head trains); lm_head its input when its weight trains, unless a fused linear
+    cross-entropy computes that input's gradient in the forward pass and saves nothing."""
     if not has_head:
         return 0.0
     e = 4.0 if s.precision == "fp32" else 2.0
+    h = m.hidden_size
     head_trains = s.method == "full" or s.train_embeddings
-    return s.tokens * m.hidden_size * (4.0 + (2 * e if head_trains else 0.0))
+    norm = sum(x.bytes_per_token for x in _norm_tensors(s, "final", h, "head", head_trains))
+    fused_loss = s.liger or s.loss == "fused"
+    lm_head_in = e * h if head_trains and not fused_loss else 0.0
+    return s.tokens * (norm + lm_head_in)
 
 
 def layer_backward_working_bytes(m: ModelSpec, s: TrainingSetup) -> float:
     """Backward of one layer: besides its (recomputed) activations, the gradients of gate and
-    up (of up alone in a plain MLP)."""
+    up (of up alone in a plain MLP). Liger's SwiGLU backward writes them in place into the
+    saved gate and up tensors: no extra bytes."""
+    if s.liger and m.mlp_branches == 2:
+        return 0.0
     return s.tokens * m.mlp_branches * stream_bytes(s) * m.mlp_width_per_token / s.tp
 
 

@@ -94,7 +94,13 @@ def _add_training_arguments(parser: argparse.ArgumentParser, d: TrainingSetup) -
     """Method, precision, optimizer and batch shape."""
     _choice(parser, "--method", get_args(Method), default=d.method)
     _choice(parser, "--precision", get_args(Precision), default=d.precision)
-    _choice(parser, "--optimizer", get_args(Optimizer), default=d.optimizer)
+    parser.add_argument(
+        "--optimizer",
+        type=_optimizer_name,
+        choices=get_args(Optimizer),
+        default=d.optimizer,
+        help="also HF's names: paged_adamw_32bit, adamw_bnb_8bit, adamw_torch",
+    )
     parser.add_argument("--optimizer-in-backward", action="store_true")
     parser.add_argument("--fused-optimizer", action="store_true", help="fused Adam: no scratch")
     parser.add_argument("--seq-len", type=int, default=d.seq_len)
@@ -112,8 +118,27 @@ def _add_activation_arguments(parser: argparse.ArgumentParser, d: TrainingSetup)
         help=f"{'|'.join(get_args(Recompute))}, or modules to checkpoint: "
         f"{','.join(get_args(RecomputeModule))}",
     )
-    parser.add_argument("--activation-offload", action="store_true")
+    parser.add_argument(
+        "--activation-offload",
+        "--offload-activations",
+        dest="activation_offload",
+        action="store_true",
+        help="saved activations on the host (torchtune OffloadActivations): two layers resident",
+    )
     _choice(parser, "--loss", get_args(LossImpl), default=d.loss)
+    parser.add_argument(
+        "--loss-chunks", type=int, default=d.loss_chunks, help="chunks of --loss chunked"
+    )
+    parser.add_argument(
+        "--liger",
+        action="store_true",
+        help="Liger-Kernel: fused linear cross-entropy (no full logits), fused RMSNorm/SwiGLU/RoPE",
+    )
+    parser.add_argument(
+        "--fused-lora",
+        action="store_true",
+        help="fused LoRA kernels (Unsloth): no saved dropout copies or A outputs",
+    )
     parser.add_argument(
         "--compile-loss",
         action="store_true",
@@ -153,6 +178,23 @@ def _add_parallel_arguments(parser: argparse.ArgumentParser, d: TrainingSetup) -
     parser.add_argument("--tp", type=int, default=d.tp)
     parser.add_argument("--pp", type=int, default=d.pp)
     _choice(parser, "--offload", get_args(Offload), default=d.offload)
+    parser.add_argument(
+        "--fsdp-offload",
+        action="store_true",
+        help="FSDP CPUOffload(offload_params=True): --zero 3 --offload all",
+    )
+    parser.add_argument(
+        "--offload-optimizer",
+        choices=("none", "cpu"),
+        default="none",
+        help="DeepSpeed offload_optimizer.device (implies --deepspeed)",
+    )
+    parser.add_argument(
+        "--offload-param",
+        choices=("none", "cpu"),
+        default="none",
+        help="DeepSpeed ZeRO-3 offload_param.device, with --offload-optimizer cpu",
+    )
 
 
 def _add_adapter_arguments(parser: argparse.ArgumentParser, d: TrainingSetup) -> None:
@@ -202,11 +244,40 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+_OPTIMIZER_ALIASES = {
+    "paged_adamw_32bit": "paged_adamw",
+    "adamw_bnb_8bit": "adamw_8bit",
+    "adamw_torch": "adamw",
+    "adamw_torch_fused": "adamw",
+}
+
+
+def _optimizer_name(text: str) -> str:
+    """An optimizer choice, or HF TrainingArguments' `optim` name for it."""
+    key = _spelling(get_args(Optimizer))(text)
+    return _OPTIMIZER_ALIASES.get(key.lower().replace("-", "_"), key)
+
+
+def _offload_args(args: argparse.Namespace) -> dict[str, object]:
+    """--offload, or the FSDP/DeepSpeed spellings of it: TrainingSetup fields."""
+    if args.offload_param == "cpu" and args.offload_optimizer != "cpu":
+        raise ValueError("--offload-param cpu is modelled with --offload-optimizer cpu only")
+    if args.offload_param == "cpu" and not (args.zero == 3 or args.fsdp):
+        raise ValueError("--offload-param cpu needs --zero 3 (DeepSpeed offloads params in ZeRO-3)")
+    kw: dict[str, object] = {"offload": args.offload, "deepspeed": args.deepspeed}
+    if args.offload_optimizer == "cpu":
+        kw.update(offload="all" if args.offload_param == "cpu" else "optimizer", deepspeed=True)
+    if args.fsdp_offload:
+        kw.update(offload="all", zero=3)
+    return kw
+
+
 def setup_from_args(args: argparse.Namespace) -> TrainingSetup:
     recompute, modules = args.recompute, ()
     if recompute not in get_args(Recompute):
         modules = tuple(m.strip() for m in recompute.split(",") if m.strip())
         recompute = "full"
+    offload = _offload_args(args)
     return TrainingSetup(
         method=args.method,
         precision=args.precision,
@@ -222,16 +293,19 @@ def setup_from_args(args: argparse.Namespace) -> TrainingSetup:
         recompute_modules=modules,
         activation_offload=args.activation_offload,
         loss=args.loss,
+        loss_chunks=args.loss_chunks,
+        liger=args.liger,
+        fused_lora=args.fused_lora,
         compile_loss=args.compile_loss,
-        deepspeed=args.deepspeed,
+        deepspeed=offload["deepspeed"],
         reduce_bucket_elements=args.reduce_bucket_size,
         overlap_comm=args.overlap_comm,
         hf_reentrant_checkpointing=not args.no_reentrant,
-        zero=3 if args.fsdp else args.zero,
+        zero=offload.get("zero", 3 if args.fsdp else args.zero),
         dp=args.dp,
         tp=args.tp,
         pp=args.pp,
-        offload=args.offload,
+        offload=offload["offload"],
         quantization=args.quantization,
         double_quant=not args.no_double_quant,
         lora_rank=args.lora_rank,

@@ -3,7 +3,8 @@
 tokens x vocab elements: 12 bytes each for an fp32-upcast loss (fp32 log-probs saved + their
 gradient + the logits' gradient), half that for a loss kept in 16 bit (no upcast, no autocast),
 4 bytes when torch.compile fuses the loss (16-bit logits saved + their gradient), less when
-chunked or fused.
+chunked; fused (Liger's linear cross-entropy) keeps one chunk of logits and the hidden states'
+gradient instead (fused_linear_ce_bytes).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def logits_bytes(m: ModelSpec, s: TrainingSetup) -> float:
     per_chunk = LOGIT_BYTES_STANDARD * (1.0 if loss_in_fp32(m, s) else e / 4.0)
     if s.compile_loss:  # upcast + CE fused: the logits stay saved and get one gradient
         per_chunk = e
-    if s.loss == "standard":
+    loss = effective_loss(s)
+    if loss == "standard":
         if s.compile_loss:
             return tokens * v * 2 * e
         # A loop that keeps the model output through backward (`output = model(...)`, then
@@ -46,9 +48,36 @@ def logits_bytes(m: ModelSpec, s: TrainingSetup) -> float:
         # returned upcast to fp32 (`logits.float()`); HF Trainer drops them in compute_loss.
         held = (LOGIT_BYTES_HELD if m.logits_upcast else e) if s.output_held else 0.0
         return tokens * v * (per_chunk + held)
-    if s.loss == "chunked":
+    if loss == "chunked":
         return tokens * v * (LOGIT_BYTES_BF16_CHUNK + per_chunk / s.loss_chunks)
-    # fused: chunks of ceil(tokens / ceil(V/h)) rows (Liger's rule), i.e. about tokens*h logits,
-    # plus the bf16 gradient of the hidden states computed in the forward pass.
-    chunk_rows = math.ceil(tokens / math.ceil(m.vocab_size / m.hidden_size))
-    return chunk_rows * v * LOGIT_BYTES_STANDARD + tokens * m.hidden_size * 2.0
+    return fused_linear_ce_bytes(m, s)
+
+
+def effective_loss(s: TrainingSetup) -> str:
+    """The loss implementation that runs: Liger's patch replaces the loss by its fused linear
+    cross-entropy whatever `s.loss` says."""
+    return "fused" if s.liger else s.loss
+
+
+def fused_chunk_rows(m: ModelSpec, tokens: int) -> int:
+    """Rows of one logits chunk of Liger's fused linear cross-entropy
+    (fused_linear_cross_entropy_forward: inc_factor = cdiv(V, H),
+    chunk_size = next_power_of_2(cdiv(BT, inc_factor))): about tokens x H logits a chunk."""
+    rows = math.ceil(tokens / math.ceil(m.vocab_size / m.hidden_size))
+    return 1 << (rows - 1).bit_length()
+
+
+def fused_linear_ce_bytes(m: ModelSpec, s: TrainingSetup) -> float:
+    """Fused linear + cross-entropy (Liger's LigerFusedLinearCrossEntropyFunction; Apple's CCE
+    keeps less): the [tokens x vocab] logits never exist. The forward computes, chunk by chunk,
+    a chunk's logits in the compute dtype (chunk_rows x V x e; the Triton kernel upcasts in
+    registers and writes the logits' gradient in place), and from it the hidden states' gradient
+    grad_input (tokens x hidden x e, kept for backward) and, when lm_head trains, its gradient
+    grad_weight (V x hidden x e, accumulated in the forward), plus one fp32 loss per row."""
+    e = 4.0 if s.precision == "fp32" else 2.0
+    v = m.vocab_size / s.tp
+    chunk = fused_chunk_rows(m, s.tokens) * v * e
+    grad_input = s.tokens * m.hidden_size * e
+    head_trains = s.method == "full" or s.train_embeddings
+    grad_weight = v * m.hidden_size * e if head_trains else 0.0
+    return chunk + grad_input + grad_weight + 4.0 * s.tokens
