@@ -17,7 +17,7 @@ DOCUMENT_BLOCK_SCHEMA: dict[str, pl.DataType] = {
     "block": pl.Int32(),  # position in the document, from 0
     "kind": pl.String(),  # one of BLOCK_KINDS
     "heading_path": pl.List(pl.String()),  # the headings above it (a heading: its own path)
-    "level": pl.Int32(),  # heading level (1 = top); list nesting depth; 0 otherwise
+    "level": pl.Int32(),  # heading level (1 = top, 0 = an HTML <title>); list depth; 0 otherwise
     "text": pl.String(),  # the block as text (a list item with its marker, a labelled item with
     # its label, as written); a table in one stable rendering (a pipe table, see cells)
     # table: its rows, header rows first, merged cells resolved (the value repeated), a table

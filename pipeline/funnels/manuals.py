@@ -5,7 +5,7 @@ parse    per file: sections (pages without text rejected; a readme, licence or p
          quarantined unread as `too_many_pages`)
 funnel   over the run, on parsed and carried sections:
          sections -> chunks (pretraining text, tokens counted) -> redact (PII)
-         sections -> alarm tables -+
+         blocks   -> fault entries -+
          fault-table files ---------+-> fault-code knowledge base -> redact (PII)
          (configured `vendor_tables` mappings, else read with zero configuration)
 """

@@ -92,9 +92,10 @@ def _document_rows(doc: pl.DataFrame, counts: Counter) -> list[dict]:
     reader = BlockReader()
     rows: list[dict] = []
     blocks = {}
-    for block in doc.iter_rows(named=True):
+    ordered = list(doc.iter_rows(named=True))
+    for index, block in enumerate(ordered):
         blocks[block["block"]] = block
-        reader.read(block)
+        reader.read(block, ordered[index + 1] if index + 1 < len(ordered) else None)
         if block["kind"] == "table":
             rows.extend(_table_rows(block, counts))
     for n, entry in enumerate(reader.finish()):

@@ -1,23 +1,19 @@
-"""Fault-code knowledge base: alarm tables found in manual sections, and vendor JSON/CSV tables.
+"""Fault-code knowledge base: the common tail of every extractor, its merge, and configured
+vendor JSON/CSV tables.
 
-Manual layouts recognised inside a section body:
-- Markdown tables read as `pipeline.kb.tables` reads table blocks: the code column by content,
-  the others by zh/en/de header synonyms (`HEADER_ALIASES`) or by content;
-- blocks: a line `CODE message` (or `报警号：CODE` / `Alarm: CODE` plus `信息：message`)
-  followed by labelled lines `原因：` / `Cause:`, `处理：` / `Remedy:`, `预防：` / `Prevention:`;
-- prevention notes in prose: `Prevention for alarm CODE: …` / `预防（CODE）：…`.
-
-A cell or labelled text holding several items (`<br>`, `；`/`;`, `1. … 2. …`) becomes a list.
-Rows without a code or without any of message/cause/remedy are rejected (`missing_code`,
-`no_content`); the same (family, code, language) from several places merges into the first
-(`merged_duplicate_code`, pointing to the row kept).
+Manuals are read by `pipeline.kb.extract` from their document blocks (tables, labelled items,
+definitions, codes in headings and bold prose, prevention notes); it hands its candidate rows
+here. A combined or ranged code cell gives one row per code (`one_row_per_code`). A cell or
+labelled text holding several items (`<br>`, `；`/`;`, `1. … 2. …`) becomes a list.
+Rows without a code or symptom or without any of message/cause/remedy are rejected
+(`missing_code`, `no_content`); the same (family, code, language) from several places merges
+into the first (`merged_duplicate_code`, pointing to the row kept).
 """
 
 from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 
 import polars as pl
@@ -26,8 +22,7 @@ from pipeline.core.stage import StageResult, make_rejects, stage_result
 from pipeline.ingest.encoding import read_text
 from pipeline.ingest.files import relative_path
 from pipeline.ingest.lineage import record_ids
-from pipeline.kb.layouts import labelled_entries, split_codes
-from pipeline.kb.tables import table_entries
+from pipeline.kb.layouts import split_codes
 from pipeline.text.alarm_codes import canonical_code, code_family, family_from_code
 from pipeline.text.language import detect_language
 from schemas.manuals import FAULT_CODE_SCHEMA, VendorTableSource
@@ -36,62 +31,6 @@ STAGE = "fault_codes"
 SOURCE_KIND = "fault_table"
 
 FIELDS = ("code", "symptom", "message", "description", "cause", "remedy", "effect", "prevention")
-_CODE = r"[A-Z]{2}\s?\d{3,4}|\d{3,6}"
-PREVENTION_FOR = re.compile(
-    rf"^(?:prevention\s+for\s+alarm|预防\s*(?:报警)?)\s*[(（]?(?P<code>{_CODE})[)）]?\s*[:：]\s*"
-    r"(?P<text>\S.*)$",
-    re.I,
-)
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
-def _table_rows(text: str, first_row: int) -> list[dict]:
-    """Alarm-table and symptom-table rows of the Markdown tables in a section body."""
-    lines = text.split("\n")
-    rows: list[dict] = []
-    i = 0
-    while i < len(lines):
-        if not (lines[i].lstrip().startswith("|") and i + 1 < len(lines)):
-            i += 1
-            continue
-        separator = lines[i + 1].replace(" ", "")
-        if re.fullmatch(r"\|?:?-{3,}:?(\|:?-{3,}:?)*\|?", separator) is None:
-            i += 1
-            continue
-        end = i + 2
-        while end < len(lines) and lines[end].lstrip().startswith("|"):
-            end += 1
-        body = lines[i + 2 : end]
-        found = table_entries([_cells(line) for line in [lines[i], *body]], header_rows=1)
-        for entry in found[0] if found else []:
-            offset = entry.pop("row") - 1  # the header is row 0
-            entry.update(source_row=first_row + i + 2 + offset, raw=body[offset])
-            rows.append(entry)
-        i = end
-    return rows
-
-
-def _prevention_notes(text: str, first_row: int) -> list[dict]:
-    """Prose prevention notes: `Prevention for alarm 25000: …`, `预防（SP9001）：…`."""
-    return [
-        {"source_row": first_row + i, "raw": line.strip(), "code": m.group("code"),
-         "prevention": m.group("text")}
-        for i, line in enumerate(text.split("\n"))
-        if (m := PREVENTION_FOR.match(line.strip()))
-    ]  # fmt: skip
-
-
-def section_entries(text: str, first_row: int, heading: str) -> list[dict]:
-    """Every fault entry of one section body, in every layout (see `pipeline.kb.layouts`)."""
-    notes = _prevention_notes(text, first_row)
-    noted = {e["source_row"] for e in notes}
-    entries = [
-        e for e in labelled_entries(text, first_row, heading) if e["source_row"] not in noted
-    ]
-    return _table_rows(text, first_row) + entries + notes
 
 
 def one_row_per_code(rows: list[dict], family: str | None) -> list[dict]:
@@ -185,41 +124,6 @@ def finish_entries(raw: pl.DataFrame, source_kind: str) -> StageResult:
         [pl.col(c).cast(t) for c, t in FAULT_CODE_SCHEMA.items()]
     )
     return stage_result(kept, rejected, read=frame.height)
-
-
-def extract_alarm_tables(sections: pl.DataFrame) -> StageResult:
-    """Fault entries of every layout in manual sections (MANUAL_SECTION_SCHEMA) →
-    knowledge-base rows, one per code (symptom-keyed rows carry no code).
-
-    `read` counts the candidate rows found (one per code); `sections_with_tables` how many
-    sections held any.
-    """
-    rows: list[dict] = []
-    with_tables = 0
-    for s in sections.iter_rows(named=True):
-        heading = s["heading_path"][-1] if s["heading_path"] else ""
-        found = one_row_per_code(section_entries(s["text"], s["body_row"], heading), s["family"])
-        with_tables += bool(found)
-        source = " > ".join([s["source_file"], *s["heading_path"]])
-        for row in found:
-            row.update(source_file=s["source_file"], family=s["family"], source=source)
-        rows.extend(found)
-    raw = pl.DataFrame(
-        rows,
-        schema={
-            "source_file": pl.String,
-            "source_row": pl.Int64,
-            "raw": pl.String,
-            "family": pl.String,
-            "source": pl.String,
-            "problem": pl.String,
-            **{k: pl.String for k in FIELDS},
-        },
-    )
-    result = finish_entries(raw, SOURCE_KIND)
-    return stage_result(
-        result.kept, result.rejected, read=raw.height, sections_with_tables=with_tables
-    )
 
 
 def _path(path: str) -> pl.Expr:

@@ -1,20 +1,16 @@
-"""Fault entries in the layouts vendor manuals use, found in one section's text.
+"""The code shapes, labels and text rules of fault entries in the layouts vendor manuals use,
+shared by the block extractor (`pipeline.kb.text_blocks`, `pipeline.kb.tables`) and the
+parsers (`pipeline.ingest.documents.text` finds labelled items with `label_of`).
 
-Each entry is a dict of raw strings: `code` (as printed, possibly combined or ranged, split
-later by `split_codes`), `symptom`, `message`, `description`, `cause`, `remedy`, `effect`,
-`prevention`, plus `source_row` and `raw` for lineage (tables: `pipeline.kb.tables`). The
-code shapes, labels, `code_start`, `classify_prose` and `split_codes` are shared with the block
-extractor (`pipeline.kb.text_blocks`). Layouts:
-
-- labelled items: an entry start followed by labels (原因/可能原因/处理/措施/排除方法/影响/说明,
-  Cause/Remedy/Action/Effect/Reaction/Explanation), each label its own field, lists below a label
-  kept as items. An entry starts at a code line (`700016 Coolant pressure too low`, `报警号：1000`,
-  `【SV0401】…`), a numbered item title (`3. 主轴不能启动`, `（2）ALM 1001 …`), a symptom label
-  (`故障现象：…`) or a heading whose title is a code;
-- codes in bold prose (`**EX2201 TOOL CLAMP PRESSURE LOW**`) or in a heading, with the paragraphs
-  that follow: sentences that instruct go to the remedy, sentences that explain a cause to the
-  cause, the rest to the description;
-- decorative lines (`------`, `====`, `****`, box drawing) end the current field and are dropped.
+- codes as manuals print them (`CODE_ATOM`, `CODE_GROUP`), an entry start that names one
+  (`code_start`: `700016 Coolant pressure too low`, `报警号：1000`, `【SV0401】…`) and the code
+  cells combined or ranged (`split_codes`: `SV0410 / SV0411`, `SV0401~SV0405`);
+- labels (原因/可能原因/处理/措施/排除方法/影响/说明, Cause/Remedy/Action/Effect/Reaction/
+  Explanation, Ursache/Abhilfe) → fields (`LABELS`, `label_of`); numbered item titles
+  (`NUMBERED`: `3. 主轴不能启动`, `（2）ALM 1001 …`);
+- unlabelled prose after a code in bold or in a heading (`classify_prose`): sentences that
+  instruct go to the remedy, sentences that explain a cause to the cause, the rest to the
+  description; decorative lines (`------`, `====`, box drawing: `DECORATIVE`) are dropped.
 """
 
 from __future__ import annotations
@@ -42,9 +38,9 @@ _CUED_CODE = re.compile(rf"^{_CUE}{_PLACE}(?P<code>{CODE_GROUP})(?![A-Za-z0-9])"
 _BRACKET_CODE = re.compile(rf"^[【\[](?P<code>{CODE_GROUP})[】\]]\s*(?P<message>.{{0,100}})$")
 BOLD = re.compile(r"^\*\*(?P<inner>[^*]+)\*\*\s*[:：]?\s*(?P<rest>.*)$")
 _ITEM_NUMBER = r"(?:\d{1,2}[.、)）]|[（(]\d{1,2}[)）]|[①-⑳])"
-_NUMBERED = re.compile(rf"^{_ITEM_NUMBER}\s*(?P<title>\S.*)$")
+NUMBERED = re.compile(rf"^(?P<number>{_ITEM_NUMBER})\s*(?P<title>\S.*)$")
 _BULLET = re.compile(rf"^(?:[-*•·]\s+|{_ITEM_NUMBER}\s*|[a-z][.)]\s+)")
-_DECORATIVE = re.compile(r"^[\s\-=_*~#+·.—–─━│┃┄┅┈┉╌╍═║╔╗╚╝╠╣╦╩╬┌┐└┘├┤┬┴┼]{3,}$")
+DECORATIVE = re.compile(r"^[\s\-=_*~#+·.—–─━│┃┄┅┈┉╌╍═║╔╗╚╝╠╣╦╩╬┌┐└┘├┤┬┴┼]{3,}$")
 
 # Label words -> field. Compared with spaces removed, lower case.
 LABELS: dict[str, tuple[str, ...]] = {
@@ -80,7 +76,6 @@ _LABEL = re.compile(
     r"[】\]]?(?:\*\*|__)?\s*(?P<sep>[:：]|\s*$)\s*(?:\*\*|__)?\s*(?P<text>.*)$"
 )
 QUANTITY = re.compile(r"^[\d.,%°℃]|^(?:mm|rpm|年|月|日|时|分|秒|次|个|件)")
-_CONTENT = ("cause", "remedy", "effect", "prevention", "description")
 
 # Unlabelled sentences after a bold/heading code: instructions are remedies, explanations causes.
 REMEDY_SENTENCE = re.compile(
@@ -150,7 +145,7 @@ def join_text(previous: str, line: str) -> str:
 def classify_prose(entry: dict, text: str) -> None:
     """Unlabelled paragraph text of a bold/heading entry -> remedy, cause or description."""
     for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
-        if not sentence or _DECORATIVE.match(sentence):
+        if not sentence or DECORATIVE.match(sentence):
             continue
         stripped = _BULLET.sub("", sentence)
         if REMEDY_SENTENCE.match(stripped):
@@ -160,132 +155,6 @@ def classify_prose(entry: dict, text: str) -> None:
         else:
             field = "description"
         entry[field] = (entry.get(field, "") + "\n" + stripped).strip()
-
-
-def labelled_entries(text: str, first_row: int, heading: str) -> list[dict]:
-    """Entries of the labelled, numbered, bold and heading layouts in one section body.
-
-    `heading` is the section's own title: a code there starts an entry at the body's top.
-    """
-    reader = _SectionReader(text.split("\n"), first_row)
-    if (heading_code := code_start(heading.strip(), strict=False)) is not None:
-        reader.start(first_row, heading, code=heading_code[0], message=heading_code[1])
-        reader.prose = True
-    for i, line in enumerate(reader.lines):
-        reader.read(i, line.strip())
-    for entry in reader.entries:
-        classify_prose(entry, entry.pop("_prose", ""))
-    return [e for e in reader.entries if any(e.get(k) for k in _CONTENT)]
-
-
-class _SectionReader:
-    """Reads one section body line by line into entries: the entry being filled (`current`),
-    the field its next lines go to (`field`), and whether unlabelled paragraphs belong to it
-    (`prose`: after a bold or heading code)."""
-
-    def __init__(self, lines: list[str], first_row: int) -> None:
-        self.lines = lines
-        self.first_row = first_row
-        self.entries: list[dict] = []
-        self.current: dict | None = None
-        self.field: str | None = None
-        self.prose = False
-
-    def start(self, row: int, raw: str, **values: str) -> dict:
-        """Open a new entry (the current one from now on) with the non-empty `values`."""
-        entry = {"source_row": row, "raw": raw, **{k: v for k, v in values.items() if v}}
-        self.entries.append(entry)
-        self.current = entry
-        return entry
-
-    def read(self, i: int, stripped: str) -> None:
-        """Read line `i` of the body (stripped)."""
-        row = self.first_row + i
-        if not stripped:
-            if self.field is not None and self.current is not None and self.current.get(self.field):
-                self.field = None  # a blank line ends a field, not a label waiting for its list
-            return
-        if stripped.startswith("|") or _DECORATIVE.match(stripped):
-            self.field = None
-            self.prose = self.prose and not _DECORATIVE.match(stripped)
-            return
-        if self._bold_code(row, stripped) or self._label(row, stripped):
-            return
-        if self.field is None and self._entry_start(i, row, stripped):
-            return
-        self._continuation(stripped)
-
-    def _bold_code(self, row: int, stripped: str) -> bool:
-        """A code in bold (`**EX2201 TOOL CLAMP PRESSURE LOW**`) starts a prose entry."""
-        bold = BOLD.match(stripped)
-        if not bold or not (found := code_start(bold.group("inner").strip(), strict=False)):
-            return False
-        entry = self.start(row, stripped, code=found[0], message=found[1])
-        self.field, self.prose = None, True
-        if bold.group("rest"):
-            entry["_prose"] = bold.group("rest")
-        return True
-
-    def _label(self, row: int, stripped: str) -> bool:
-        """A labelled line opens its field; a symptom label after content starts an entry."""
-        if not (labelled := label_of(stripped)):
-            return False
-        name, rest = labelled
-        current = self.current
-        if name == "symptom" and (
-            current is None or any(current.get(k) for k in ("symptom", *_CONTENT))
-        ):
-            current = self.start(row, stripped)
-        if current is None:
-            return True
-        if name == "_other":
-            self.field = None
-            return True
-        if (
-            name == "message"
-            and (code := code_start(rest, strict=False))
-            and not current.get("code")
-        ):
-            current["code"], rest = code
-        self.field = name
-        current[name] = join_text(current.get(name, ""), rest) if rest else current.get(name, "")
-        current["raw"] += "\n" + stripped
-        self.prose = False
-        return True
-
-    def _entry_start(self, i: int, row: int, stripped: str) -> bool:
-        """Outside a field's list: a code line, or a numbered title that labels follow,
-        starts an entry."""
-        numbered = _NUMBERED.match(stripped)
-        found = code_start(numbered.group("title") if numbered else stripped, strict=True)
-        if found:
-            self.start(row, stripped, code=found[0], message=found[1])
-            standalone = i == 0 or not self.lines[i - 1].strip()
-            self.field, self.prose = None, standalone and not numbered
-            return True
-        if numbered is not None and self._label_follows(i):
-            self.start(row, stripped, symptom=numbered.group("title").strip("*_ "))
-            self.field, self.prose = None, False
-            return True
-        return False
-
-    def _label_follows(self, i: int) -> bool:
-        """The next non-blank line after line `i` is a labelled one."""
-        for later in self.lines[i + 1 :]:
-            if later.strip():
-                return label_of(later.strip()) is not None
-        return False
-
-    def _continuation(self, stripped: str) -> None:
-        """Any other line continues the current field, or the entry's prose."""
-        if self.current is None:
-            return
-        if self.field is not None:
-            self.current[self.field] = join_text(self.current.get(self.field, ""), stripped)
-            self.current["raw"] += "\n" + stripped
-        elif self.prose:
-            self.current["_prose"] = join_text(self.current.get("_prose", ""), stripped)
-            self.current["raw"] += "\n" + stripped
 
 
 _CODE_TOKEN = re.compile(rf"(?P<code>{CODE_ATOM}|\d{{2,6}})(?![A-Za-z0-9])(?P<sep>{_JOIN})?")

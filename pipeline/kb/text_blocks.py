@@ -8,18 +8,37 @@ items under a label, the labelled lines inside a definition and the text under a
 naming a field (SINUMERIK `Explanation` / `Reaction` / `Remedy`) fill its fields (label →
 field by `LABELS`). Unlabelled paragraphs after a heading or bold code are classified as remedy,
 cause or description (`classify_prose`). A heading or a table ends the entry; a paragraph ends
-a label's field once it has text, as a blank line does in a text manual.
+a label's field once it has text, as a blank line does in a text manual; a ruler (`-----`)
+ends the field and the prose.
+
+A numbered item without a code that labelled items follow (`1. 主轴不能启动` / `原因：…`,
+`2) Spindle does not start` / `Cause: …`) opens an entry keyed by its symptom, unless it
+continues the numbered list of the field being filled. A prevention note in prose
+(`Prevention for alarm 25000: …`, `预防报警1234：…`) is an entry of its own for that code.
 """
 
 from __future__ import annotations
 
 import re
 
-from pipeline.kb.fault_codes import PREVENTION_FOR
-from pipeline.kb.layouts import BOLD, classify_prose, code_start, join_text, label_of
+from pipeline.kb.layouts import (
+    BOLD,
+    DECORATIVE,
+    NUMBERED,
+    classify_prose,
+    code_start,
+    join_text,
+    label_of,
+)
 from pipeline.kb.tables import code_cell, header_field
 
 _CONTENT = ("description", "cause", "remedy", "effect", "prevention")
+# A prevention note in prose: `Prevention for alarm 25000: …`, `预防（SP9001）：…`.
+PREVENTION_FOR = re.compile(
+    r"^(?:prevention\s+for\s+alarm|预防\s*(?:报警)?)\s*[(（]?(?P<code>[A-Z]{2}\s?\d{3,4}|\d{3,6})"
+    r"[)）]?\s*[:：]\s*(?P<text>\S.*)$",
+    re.I,
+)
 # A label inside running text, after a sentence: `… lies beyond the limit. Remedy: Check …`.
 _INLINE_LABEL = re.compile(
     r"(?<=[.。;；!?！？])\s*(?=(?:[A-Z][A-Za-zäöüß ]{1,24}?|[\u4e00-\u9fff]{2,6})[:：])"
@@ -52,10 +71,15 @@ class BlockReader:
         self.field: str | None = None
         self.prose = False
         self.orphans = 0
+        self.last_row: int | None = None  # the last line of the block read before
+        self.item_number: int | None = None  # the number of the field's last numbered item
 
-    def read(self, block: dict) -> None:
-        """Read one block (a row of DOCUMENT_BLOCK_SCHEMA as a dict)."""
+    def read(self, block: dict, following: dict | None = None) -> None:
+        """Read one block (a row of DOCUMENT_BLOCK_SCHEMA as a dict); `following`: the block
+        after it, if any."""
         kind = block["kind"]
+        gap = self.last_row is not None and block["source_row"] > self.last_row + 1
+        self.last_row = block["source_row"] + (block["text"] or "").count("\n")
         if kind == "heading" and self._subheading(block):
             return
         if kind == "heading":
@@ -63,8 +87,10 @@ class BlockReader:
             if found := code_start(block["text"].strip(), strict=False):
                 self.start(block, block["text"], code=found[0], message=found[1])
                 self.prose = True
+        elif kind == "list_item" and self._symptom_item(block, gap, following):
+            return
         elif kind in ("paragraph", "list_item"):
-            self._paragraph(block, split_labels(block["text"] or ""))
+            self._paragraph(block, split_labels(block["text"] or ""), gap)
         elif kind == "labelled":
             for label, value in _pairs(block):
                 self._pair(block, label, value)
@@ -90,6 +116,31 @@ class BlockReader:
     def close(self) -> None:
         """End the current entry."""
         self.current, self.field, self.prose = None, None, False
+        self.item_number = None
+
+    def _ends_field(self, first: str, gap: bool) -> bool:
+        """A list item after a blank line ends a field with text, unless it continues the
+        field's list (a bullet, or the next number)."""
+        if not (gap and self.current and self.current.get(self.field or "")):
+            return False
+        if self.item_number is None:
+            return True
+        numbered = NUMBERED.match(first)
+        return numbered is not None and _item_number(numbered["number"]) != self.item_number + 1
+
+    def _symptom_item(self, block: dict, gap: bool, following: dict | None) -> bool:
+        """A numbered list item without a code that labelled items follow opens an entry keyed
+        by its title, outside a field or where it ends one (`_ends_field`)."""
+        first, *rest = split_labels(block["text"] or "") or [""]
+        numbered = NUMBERED.match(first)
+        if numbered is None or _code_line(first, listed=True) or not _labels_follow(following):
+            return False
+        if self.field is not None and not self._ends_field(first, gap):
+            return False
+        self.start(block, first, symptom=numbered["title"].strip("*_ "))
+        for line in rest:
+            self._line(line)
+        return True
 
     def start(self, block: dict, raw: str, **values: str) -> dict:
         """Open a new entry (the current one from now on) with the non-empty `values`."""
@@ -118,23 +169,31 @@ class BlockReader:
             if any(e.get(k) for k in _CONTENT) or (e["kind"] == "definition" and e.get("message"))
         ]
 
-    def _paragraph(self, block: dict, lines: list[str]) -> None:
+    def _paragraph(self, block: dict, lines: list[str], gap: bool = False) -> None:
         """A paragraph or list item: a code line opens an entry, else its lines continue the
         current one (a paragraph first ends a field that has text)."""
         if not lines:
             return
-        if (note := PREVENTION_FOR.match(lines[0])) and self.field is None:
+        if all(DECORATIVE.match(line) for line in lines):
+            self.field, self.prose = None, False
+            return
+        if block["kind"] == "paragraph" and self.current and self.current.get(self.field or ""):
+            self.field = None
+        if self.field is None and (note := PREVENTION_FOR.match(lines[0])):
             self.start(block, lines[0], code=note["code"], prevention=note["text"])
             self.close()
             return
-        opens = block["kind"] == "paragraph" or self.field is None
-        if opens and (found := _code_line(lines[0])):
+        listed = block["kind"] == "list_item"
+        if listed and self.field is not None and self._ends_field(lines[0], gap):
+            self.field = None
+        if (not listed or self.field is None) and (found := _code_line(lines[0], listed)):
             self.start(block, "\n".join(lines), code=found[0], message=found[1])
             self.prose = True
             lines = [found[2]] if found[2] else []
             lines += split_labels(block["text"])[1:]
-        elif block["kind"] == "paragraph" and self.current and self.current.get(self.field or ""):
-            self.field = None
+        elif listed and self.field is not None:
+            numbered = NUMBERED.match(lines[0])
+            self.item_number = _item_number(numbered["number"]) if numbered else 0
         for line in lines:
             self._line(line)
 
@@ -178,7 +237,7 @@ class BlockReader:
             current["code"], value = code
         current[name] = join_text(current.get(name, ""), value) if value else current.get(name, "")
         current["raw"] += "\n" + raw
-        self.field, self.prose = name, False
+        self.field, self.prose, self.item_number = name, False, None
 
     def _definition(self, block: dict, term: str, definition: str) -> None:
         """A definition [term, text]: a code term opens an entry whose text gives the message
@@ -207,8 +266,28 @@ def _pairs(block: dict) -> list[tuple[str, str]]:
     ]
 
 
-def _code_line(line: str) -> tuple[str, str, str] | None:
-    """(code, message, text after a bold code) when a line opens an entry."""
+def _labels_follow(block: dict | None) -> bool:
+    """The block is a labelled item naming a field, or a paragraph whose first line is one."""
+    if block is None:
+        return False
+    if block["kind"] == "labelled":
+        return any(header_field(label) in (*_CONTENT, "symptom") for label, _ in _pairs(block))
+    lines = split_labels(block["text"] or "") if block["kind"] == "paragraph" else []
+    return bool(lines) and (label_of(lines[0]) or ("_other",))[0] in _CONTENT
+
+
+def _item_number(marker: str) -> int | None:
+    """The number of a list item's marker (`2.`, `（3）`, `④`)."""
+    if digits := re.search(r"\d+", marker):
+        return int(digits.group())
+    return ord(marker[0]) - ord("①") + 1 if "①" <= marker[0] <= "⑳" else None
+
+
+def _code_line(line: str, listed: bool = False) -> tuple[str, str, str] | None:
+    """(code, message, text after a bold code) when a line opens an entry; a list item's code
+    may follow its number (`3. ALM 1001 主轴过热`)."""
+    if listed and (numbered := NUMBERED.match(line)):
+        line = numbered["title"]
     if (bold := BOLD.match(line)) and (found := code_start(bold["inner"].strip(), strict=False)):
         return found[0], found[1], bold["rest"]
     if found := code_start(line, strict=True):

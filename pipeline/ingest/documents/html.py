@@ -7,8 +7,9 @@ contents) and `<header>`/`<footer>`/`<aside>` outside the article. Then, in docu
 as paragraphs (a labelled one such as `<b>Cause:</b> …` as a labelled item); `<li>` as list
 items with their nesting depth; `<table>` as a table (rows of `<thead>` or of `<th>` only are
 header rows; `rowspan`/`colspan` resolved by repeating the value); `<dl>` as one definition
-block per `<dt>` (its `<dd>`s joined). `<br>` is a line break. A page with no text gives no
-blocks. `row`: the line of the element's start tag in the file.
+block per `<dt>` (its `<dd>`s joined). `<br>` is a line break. The `<title>` is the page's
+level-0 heading, at the top of every heading path (unless the first heading repeats it). A
+page with no text gives no blocks. `row`: the line of the element's start tag in the file.
 """
 
 from __future__ import annotations
@@ -230,6 +231,20 @@ def html_blocks(html: str) -> list[Block]:
     _drop_boilerplate(tree)
     if tree.body is None:
         return []
+    title = tree.css_first("head title")
     reader = _Reader(rows)
     reader.walk(tree.body)
-    return reader.blocks
+    return _titled(reader.blocks, _text(title) if title else "", reader.row(title))
+
+
+def _titled(blocks: list[Block], title: str, row: int) -> list[Block]:
+    """The page's `<title>` as its level-0 heading, above every block's heading path: the
+    document title names the controller on many vendor pages (`Haas Mill Alarm List`). Not
+    for a page without text, nor where the first heading repeats the title."""
+    title = " ".join(title.split())
+    first = next((b.text for b in blocks if b.kind == "heading"), "")
+    if not blocks or not title or title.casefold() == first.casefold():
+        return blocks
+    for block in blocks:
+        block.heading_path = [title, *block.heading_path]
+    return [Block("heading", title, row, level=0, heading_path=[title]), *blocks]

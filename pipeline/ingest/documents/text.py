@@ -101,8 +101,12 @@ def _grid(lines: list[str], i: int) -> tuple[list[list[str]], list[int], int] | 
 
 
 def line_blocks(lines: list[str], row: int, page: int | None) -> list[Block]:
-    """A run of non-blank lines → list items, labelled items and paragraphs (lines kept)."""
+    """A run of non-blank lines → list items, labelled items and paragraphs (lines kept). A
+    ruler (`-----`, `=====`) is a paragraph of its own and ends the block above it, as a line
+    with a label the knowledge base does not keep (`Program continuation:`, `注意：`) starts
+    one: neither is text of the label above."""
     blocks: list[Block] = []
+    ended = False  # the line before was a ruler: the next line starts a block
     for offset, line in enumerate(lines):
         labelled = label_of(line.strip())
         item = _LIST_ITEM.match(line)
@@ -113,7 +117,7 @@ def line_blocks(lines: list[str], row: int, page: int | None) -> list[Block]:
         elif item is not None:
             level = 1 + len(item.group(1).expandtabs(4)) // 2
             block = Block("list_item", line.strip(), row + offset, page, level)
-        elif blocks:
+        elif blocks and not ended and labelled is None and not _RULER.match(line):
             blocks[-1].text += "\n" + line
             if blocks[-1].cells is not None:
                 label, value = blocks[-1].cells[0]
@@ -122,6 +126,7 @@ def line_blocks(lines: list[str], row: int, page: int | None) -> list[Block]:
         else:
             block = Block("paragraph", line, row + offset, page)
         blocks.append(block)
+        ended = _RULER.match(line) is not None
     return blocks
 
 

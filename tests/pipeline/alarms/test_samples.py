@@ -5,10 +5,12 @@ import pytest
 
 from pipeline.alarms.incidents import build_incidents
 from pipeline.alarms.samples import incident_samples
-from pipeline.kb.fault_codes import extract_alarm_tables, merge_knowledge_base
+from pipeline.kb.extract import fault_entries
+from pipeline.kb.fault_codes import merge_knowledge_base
 from schemas.alarm_logs import IncidentConfig
+from schemas.manuals import ManualsConfig
 from tests.pipeline.ingest.alarm_logs.support import read_alarm_logs
-from tests.pipeline.ingest.documents.support import read_manuals
+from tests.pipeline.ingest.documents.support import read_blocks
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "sample_data"
@@ -16,7 +18,7 @@ SAMPLES = REPO / "sample_data"
 
 @pytest.fixture(scope="module")
 def kb() -> pl.DataFrame:
-    tables = extract_alarm_tables(read_manuals(SAMPLES / "manuals").kept).kept
+    tables = fault_entries(read_blocks(SAMPLES / "manuals"), ManualsConfig()).kept
     return merge_knowledge_base(tables).kept
 
 

@@ -4,18 +4,16 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.kb.fault_codes import (
-    extract_alarm_tables,
-    merge_knowledge_base,
-    read_vendor_table,
-)
+from pipeline.kb.extract import fault_entries
+from pipeline.kb.fault_codes import merge_knowledge_base, read_vendor_table
 from schemas.manuals import (
     DOBOT_SERVO_TABLE,
     FAULT_CODE_SCHEMA,
+    ManualsConfig,
     VendorFields,
     VendorTableSource,
 )
-from tests.pipeline.ingest.documents.support import read_manuals
+from tests.pipeline.ingest.documents.support import read_blocks
 
 REPO = Path(__file__).resolve().parents[3]
 MANUALS = REPO / "sample_data" / "manuals"
@@ -24,7 +22,7 @@ DOBOT = REPO.parent / "shared" / "external" / "dobot-servo-alarms"
 
 @pytest.fixture(scope="module")
 def manual_codes() -> pl.DataFrame:
-    result = extract_alarm_tables(read_manuals(MANUALS).kept)
+    result = fault_entries(read_blocks(MANUALS), ManualsConfig())
     assert result.counters["rejected"] == 0
     return result.kept
 

@@ -1,4 +1,5 @@
-"""Knowledge-base rows from the manual layouts vendors and machine builders use.
+"""Knowledge-base rows from the manual layouts vendors and machine builders use, read as the
+manual funnel reads them: a manual's document blocks through the block extractor.
 
 Each fixture is written from how such a manual is laid out (FANUC/SINUMERIK alarm lists, a
 machine builder's PLC user-alarm list, troubleshooting tables and numbered fault items, a
@@ -10,22 +11,32 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipeline.core.stage import StageResult
 from pipeline.funnels.manuals import funnel, parse
 from pipeline.ingest.documents.manuals import read_manual
-from pipeline.kb.fault_codes import extract_alarm_tables, merge_knowledge_base
+from pipeline.kb.extract import fault_entries
+from pipeline.kb.fault_codes import merge_knowledge_base
 from pipeline.kb.layouts import split_codes
 from schemas.config import PipelineConfig
-from schemas.manuals import ManualSource
+from schemas.manuals import ManualsConfig, ManualSource
 
 MD = ManualSource(pattern="**/*.md", format="markdown")
 TXT = ManualSource(pattern="**/*.txt", format="text")
 
 
-def kb(tmp_path: Path, text: str, source: ManualSource = MD, name: str = "m.md") -> pl.DataFrame:
+def entries(
+    tmp_path: Path, text: str, source: ManualSource = MD, name: str = "m.md"
+) -> StageResult:
+    """The knowledge-base rows of one manual, read as the funnel reads it: its blocks through
+    the block extractor."""
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    result = extract_alarm_tables(read_manual(path, source, tmp_path).kept)
-    return result.kept
+    blocks = read_manual(path, source, tmp_path).state["blocks"]
+    return fault_entries(blocks, ManualsConfig())
+
+
+def kb(tmp_path: Path, text: str, source: ManualSource = MD, name: str = "m.md") -> pl.DataFrame:
+    return entries(tmp_path, text, source, name).kept
 
 
 def row(frame: pl.DataFrame, **where: str) -> dict:
@@ -46,7 +57,8 @@ def test_combined_and_ranged_code_cells_give_one_row_per_code(tmp_path: Path) ->
 | SV0301～0305 | APC 报警 | 绝对位置通信异常 | 检查编码器电缆 |
 | SV0001~SV9999 | 全部 | 无 | 无 |
 """
-    frame = kb(tmp_path, text)
+    result = entries(tmp_path, text)
+    frame = result.kept
     codes = frame["code"].to_list()
     assert codes == [
         "FANUC:SV0410", "FANUC:SV0411",
@@ -57,9 +69,7 @@ def test_combined_and_ranged_code_cells_give_one_row_per_code(tmp_path: Path) ->
     assert sv0411["remedies"] == ["检查机械负载", "确认参数设定"]
     assert sv0411["source_row"] == row(frame, code="FANUC:SV0410")["source_row"]
     assert frame["record_id"].n_unique() == frame.height
-    path = tmp_path / "m.md"
-    rejected = extract_alarm_tables(read_manual(path, MD, tmp_path).kept).rejected
-    assert rejected["reason"].to_list() == ["bad_code_range"]
+    assert result.rejected["reason"].to_list() == ["bad_code_range"]
 
 
 @pytest.mark.parametrize(
@@ -336,3 +346,96 @@ def test_provenance_files_are_not_pretraining_text_and_pii_is_redacted(tmp_path:
     assert code["remedies"] == ["联系人：[NAME] [PHONE]"]
     assert result["fault_codes"].counters["pii_redacted"] == 2
     assert result["chunks"].counters["pii_redacted"] >= 4
+
+
+def test_numbered_fault_items_in_english_as_a_service_guide_prints_them(tmp_path: Path) -> None:
+    text = """Haas VF-2 service guide: spindle troubleshooting
+
+1) Spindle does not start
+Cause: Spindle drive not enabled; door interlock open
+Remedy: Close the door. Check the interlock switch wiring.
+
+2) Spindle overheats at low speed
+Possible causes:
+1. Fan filter blocked
+2. Wrong motor parameters
+Corrective action: Clean the fan filter; load the factory parameters
+
+3) Spindle noise
+Notes: seen after bearing replacement
+"""
+    frame = kb(tmp_path, text, TXT, "vf2_spindle.txt")
+    assert frame["symptom"].to_list() == [
+        "Spindle does not start",
+        "Spindle overheats at low speed",
+    ]  # item 3 has no cause or remedy; "1." / "2." under the label are the causes
+    assert frame["code"].null_count() == 2
+    start = row(frame, symptom="Spindle does not start")
+    assert start["causes"] == ["Spindle drive not enabled", "door interlock open"]
+    assert start["remedies"] == ["Close the door. Check the interlock switch wiring."]
+    hot = row(frame, symptom="Spindle overheats at low speed")
+    assert hot["causes"] == ["Fan filter blocked", "Wrong motor parameters"]
+    assert hot["remedies"] == ["Clean the fan filter", "load the factory parameters"]
+    assert hot["language"] == "en"
+
+
+def test_a_loose_numbered_list_under_a_label_stays_in_its_field(tmp_path: Path) -> None:
+    text = """# 数控车床维修指南
+
+1. 卡盘夹紧无力
+
+原因：
+
+1. 液压站压力不足
+
+2. 卡盘油缸密封损坏
+
+处理：调整液压站压力至 2.5 MPa，更换油缸密封圈
+"""
+    frame = kb(tmp_path, text)
+    assert frame.height == 1
+    chuck = row(frame, symptom="卡盘夹紧无力")
+    assert chuck["causes"] == ["液压站压力不足", "卡盘油缸密封损坏"]
+    assert chuck["remedies"] == ["调整液压站压力至 2.5 MPa，更换油缸密封圈"]
+
+
+def test_numbered_items_that_name_a_code_are_keyed_by_it(tmp_path: Path) -> None:
+    text = """# GSK 980TDi 常见报警处理
+
+1. ALM 1001 主轴过热
+原因：主轴电机风扇停转
+处理：检查风扇电源
+"""
+    frame = kb(tmp_path, text)
+    assert frame["code"].to_list() == ["GSK:1001"]
+    assert row(frame, code="GSK:1001")["message"] == "主轴过热"
+
+
+def test_prevention_notes_in_prose_are_entries_for_their_code(tmp_path: Path) -> None:
+    text = """# SINUMERIK 840D sl maintenance notes
+
+## Encoder
+
+25000 Axis %1 hardware fault of active encoder
+Remedy: Check the encoder cable.
+
+Prevention for alarm 25000: inspect encoder cables in the cable chain every 6 months.
+
+## 主轴
+
+预防报警700016：每周清理冷却液过滤网。
+"""
+    frame = kb(tmp_path, text)
+    assert frame["code"].to_list() == [
+        "SINUMERIK:25000", "SINUMERIK:25000", "SINUMERIK:700016"
+    ]  # fmt: skip
+    notes = frame.filter(pl.col("prevention").is_not_null())
+    assert notes["prevention"].to_list() == [
+        "inspect encoder cables in the cable chain every 6 months.",
+        "每周清理冷却液过滤网。",
+    ]
+    assert frame["remedies"].to_list()[0] == ["Check the encoder cable."]
+    merged = merge_knowledge_base(frame).kept
+    encoder = row(merged, code="SINUMERIK:25000")
+    assert encoder["prevention"].startswith("inspect encoder cables")
+    assert encoder["remedies"] == ["Check the encoder cable."]

@@ -10,6 +10,7 @@ import polars as pl
 
 from pipeline.core.stage import StageResult, empty_rejects, stage_result
 from pipeline.ingest.documents.manuals import read_manual
+from schemas.documents import DOCUMENT_BLOCK_SCHEMA
 from schemas.manuals import MANUAL_SECTION_SCHEMA, ManualsConfig, ManualSource
 from tests.pipeline.ingest.support import claimed_files
 
@@ -40,3 +41,12 @@ def read_manuals(root: str | Path, cfg: ManualsConfig | None = None) -> StageRes
         pages=totals["pages"],
         files=len(results),
     )
+
+
+def read_blocks(root: str | Path, cfg: ManualsConfig | None = None) -> pl.DataFrame:
+    """The document blocks (DOCUMENT_BLOCK_SCHEMA) of every manual under `root`."""
+    cfg = cfg or ManualsConfig()
+    frames = [
+        read_manual(path, source, root).state["blocks"] for path, source in manual_files(root, cfg)
+    ]
+    return pl.concat(frames) if frames else pl.DataFrame(schema=DOCUMENT_BLOCK_SCHEMA)

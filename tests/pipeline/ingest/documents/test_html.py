@@ -12,7 +12,8 @@ import polars as pl
 from pipeline.ingest.documents.html import html_blocks
 from pipeline.ingest.documents.manuals import read_manual
 from pipeline.ingest.sniff import sniff
-from schemas.manuals import ManualSource
+from pipeline.kb.extract import fault_entries
+from schemas.manuals import ManualsConfig, ManualSource
 
 HTML = ManualSource(pattern="*.html", format="html")
 
@@ -55,8 +56,11 @@ def test_table_page_drops_boilerplate_and_resolves_spans(tmp_path: Path) -> None
     result = read_manual(path, HTML, tmp_path)
     blocks = result.state["blocks"]
     assert blocks["kind"].to_list() == [
-        "heading", "paragraph", "heading", "table", "list_item", "list_item",
+        "heading", "heading", "paragraph", "heading", "table", "list_item", "list_item",
     ]  # fmt: skip
+    title = blocks.row(0, named=True)  # <title>: the page's level-0 heading, on line 3
+    assert (title["text"], title["level"], title["source_row"]) == ("Alarm list - NGC", 0, 3)
+    blocks = blocks.slice(1)
     text = "\n".join(blocks["text"])
     for boilerplate in ("Home", "Service", "dataLayer", "padding", "Parts store", "cookies", "©"):
         assert boilerplate not in text
@@ -72,7 +76,7 @@ def test_table_page_drops_boilerplate_and_resolves_spans(tmp_path: Path) -> None
         ["113", "SHUTTLE IN FAULT", "SHUTTLE IN FAULT"],
     ]
     assert table["header_rows"] == 1
-    assert table["heading_path"] == ["Mill alarms", "Spindle and tool changer"]
+    assert table["heading_path"] == ["Alarm list - NGC", "Mill alarms", "Spindle and tool changer"]
     assert table["source_row"] == 14  # the line of <table>
     # the line of each <tr>: the header on 15, the 102 row's cell wraps onto line 18
     assert table["row_lines"] == [15, 17, 19, 20]
@@ -82,11 +86,13 @@ def test_table_page_drops_boilerplate_and_resolves_spans(tmp_path: Path) -> None
     ]  # fmt: skip
     sections = result.kept
     assert sections["heading_path"].to_list() == [
-        ["Mill alarms"], ["Mill alarms", "Spindle and tool changer"],
-    ]  # fmt: skip
+        ["Alarm list - NGC"],
+        ["Alarm list - NGC", "Mill alarms"],
+        ["Alarm list - NGC", "Mill alarms", "Spindle and tool changer"],
+    ]
     assert (
         "| 102 | SERVOS OFF | The servo motors are off. Check the air pressure<br>and"
-        in (sections["text"][1])
+        in (sections["text"][2])
     )
 
 
@@ -130,3 +136,45 @@ def test_page_without_text_gives_no_blocks_and_is_rejected(tmp_path: Path) -> No
         ("no_text", "redirect.html: no text in the document")
     ]
     assert result.state["blocks"].height == 0 and isinstance(result.state["blocks"], pl.DataFrame)
+
+
+HAAS_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Haas Mill Alarm List</title>
+</head>
+<body>
+<h1>Mill alarms</h1>
+<table>
+<tr><th>Alarm</th><th>Title</th><th>Description</th></tr>
+<tr><td>101</td><td>MOCON COMM. FAILURE</td><td>The control did not get a reply from the
+motor controller. Check the cables between the processor and the MOCON board.</td></tr>
+<tr><td>108</td><td>X SERVO OVERLOAD</td><td>Excessive load on the X-axis motor.</td></tr>
+<tr><td>9003</td><td>LOW AIR PRESSURE</td><td>Check the air supply at the regulator.</td></tr>
+</table>
+</body></html>
+"""
+
+
+def test_a_page_naming_its_controller_only_in_its_title_gives_that_family(tmp_path: Path) -> None:
+    path = tmp_path / "mill_alarm_list.html"
+    path.write_text(HAAS_PAGE, encoding="utf-8")
+    blocks = read_manual(path, HTML, tmp_path).state["blocks"]
+    assert "haas" not in "\n".join(blocks.slice(1)["text"]).lower()  # only in <title>
+    assert blocks.row(0, named=True)["text"] == "Haas Mill Alarm List"
+    assert blocks["heading_path"][-1].to_list() == ["Haas Mill Alarm List", "Mill alarms"]
+    kb = fault_entries(blocks, ManualsConfig()).kept
+    assert kb["code"].to_list() == ["HAAS:101", "HAAS:108", "HAAS:9003"]
+    assert kb["message"].to_list()[1] == "X SERVO OVERLOAD"
+    untitled = HAAS_PAGE.replace("<title>Haas Mill Alarm List</title>", "")
+    path.write_text(untitled, encoding="utf-8")
+    blocks = read_manual(path, HTML, tmp_path).state["blocks"]
+    assert fault_entries(blocks, ManualsConfig()).kept["code"].str.starts_with("UNKNOWN:").all()
+
+
+def test_a_title_that_the_first_heading_repeats_is_not_a_heading_of_its_own() -> None:
+    page = HAAS_PAGE.replace("<h1>Mill alarms</h1>", "<h1>Haas Mill  Alarm List</h1>")
+    blocks = html_blocks(page)
+    assert [(b.kind, b.level) for b in blocks] == [("heading", 1), ("table", 0)]
+    assert blocks[1].heading_path == ["Haas Mill Alarm List"]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pipeline.ingest.documents.manuals import read_manual
 from pipeline.ingest.documents.text import text_blocks
-from pipeline.kb.fault_codes import extract_alarm_tables
-from schemas.manuals import ManualSource
+from pipeline.kb.extract import fault_entries
+from schemas.manuals import ManualsConfig, ManualSource
 
 GRID = """GSK 980TDi 报警一览
 
@@ -93,10 +93,32 @@ def test_labelled_guide_in_utf16_gives_labelled_blocks_and_kb_entries(tmp_path: 
     assert set(labelled["heading_path"].to_list()[0]) == {"二、伺服报警"}
     items = blocks.filter(blocks["kind"] == "list_item")["text"].to_list()
     assert items == ["1. 检查驱动器输入电源 AC 220V。", "2. 检查急停回路与 MCC 线圈。"]
-    kb = extract_alarm_tables(result.kept).kept
+    kb = fault_entries(blocks, ManualsConfig()).kept
     # the family is the KB extractor's part (no KND family yet): the codes and fields are ours
     assert kb["code"].str.split(":").list.last().to_list() == ["401", "411"]
     assert kb["source_row"].to_list() == [5, 12]  # the code lines in the file
     alm401 = kb.row(0, named=True)
     assert alm401["effect"] == "所有轴停止，自动运行中断。"
     assert alm401["remedies"] == ["检查驱动器输入电源 AC 220V", "检查急停回路与 MCC 线圈"]
+
+
+def test_a_ruler_or_a_label_not_kept_ends_the_labelled_item_above() -> None:
+    lines = [
+        "700010 液压系统压力低",
+        "影响：进给保持，禁止主轴启动",
+        "--------------------------------",
+        "700011 润滑油位低",
+        "Remedy: Evaluate the drive alarm.",
+        "Eliminate the cause, then acknowledge.",
+        "Program continuation: Switch control OFF - ON.",
+    ]
+    blocks = text_blocks(lines)
+    assert [(b.kind, b.row) for b in blocks] == [
+        ("paragraph", 1), ("labelled", 2), ("paragraph", 3), ("paragraph", 4),
+        ("labelled", 5), ("paragraph", 7),
+    ]  # fmt: skip
+    assert blocks[1].cells == [["影响", "进给保持，禁止主轴启动"]]
+    assert blocks[4].cells == [
+        ["Remedy", "Evaluate the drive alarm. Eliminate the cause, then acknowledge."]
+    ]
+    assert "\n".join(b.text for b in blocks) == "\n".join(lines)  # every line kept
