@@ -5,7 +5,8 @@ The golden file is written by
 `python -m tools.snapshot_digest out/demo --golden > tests/golden/demo_snapshot.json`; a change
 that means to change what is published regenerates it the same way and says why in its commit
 (`git log tests/golden/` lists them: the redesign kept 5d2eafc's files byte for byte; the
-document block model changed only the record ids of manual table entries).
+document block model changed only the record ids of manual table entries; the plans of
+issue 24 changed plan.json: batch and schedule chosen from each stage's size).
 Parquet bytes depend on the writer's version: where polars or pyarrow differ from those that
 wrote the golden file, the rows are compared instead (and the test says so).
 """
