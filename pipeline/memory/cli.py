@@ -400,6 +400,9 @@ def _table(out: dict, s: TrainingSetup) -> str:
     return "\n".join(lines)
 
 
+_NO_CARD = "none of the catalog's single cards"
+
+
 def _advice_lines(a: dict) -> list[str]:
     """The proposals by group, in order, each with its figures and whether it fits."""
     lines = ["Changes, in this order (each alone unless marked together):"]
@@ -413,9 +416,8 @@ def _advice_lines(a: dict) -> list[str]:
             f"{p['peak_gib']:>7.2f}, plan with {p['plan_with_gib']:>7.2f} GiB: "
             + ("fits" if p["fits"] else "does not fit")
         )
-    if a["cards_that_fit"]:
-        lines.append("Cards that fit it as is: " + ", ".join(a["cards_that_fit"]))
-    return lines
+    cards = ", ".join(a["cards_that_fit"]) or _NO_CARD
+    return [*lines, f"Cards that fit it as is: {cards}"]
 
 
 def main(argv: list[str] | None = None) -> int:
