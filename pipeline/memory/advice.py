@@ -184,23 +184,28 @@ def _first_fit(c: Context, family: list[Candidate], now: int) -> dict[str, objec
 
 
 def _together(c: Context, families: list[list[Candidate]]) -> dict[str, object] | None:
-    """Where no same-card change fits alone: the mildest change of each family first, then the
-    next ones (a family's later change replacing its earlier), each kept if it helps, until
-    the setup fits."""
+    """Where no same-card change fits alone: greedily, the next change of the family that
+    lowers the plan-with figure most (a family's later change replacing its earlier), until
+    the setup fits; the fewest changes, the mildest of each family first."""
     setup, best = c.setup, estimate(c.model, c.setup).plan_with_bytes
-    flags: dict[int, str] = {}
-    for depth in range(max(map(len, families), default=0)):
-        for i, family in enumerate(families):
-            if depth >= len(family):
-                continue
-            row, e = judged(replace(c, setup=setup), family[depth])
-            if e.plan_with_bytes >= best:
-                continue
-            flags[i] = family[depth].change.split(" (")[0]
-            setup, best = setup.model_copy(update=family[depth].update), e.plan_with_bytes
-            if row["fits"]:
-                return {**row, "change": " ".join(flags.values()) + " (together)"}
-    return None
+    depth, flags = [0] * len(families), {}
+    while True:
+        tried = [
+            (judged(replace(c, setup=setup), f[depth[i]]), i)
+            for i, f in enumerate(families)
+            if depth[i] < len(f)
+        ]
+        if not tried:
+            return None
+        (row, e), i = min(tried, key=lambda t: (t[0][1].plan_with_bytes, t[1]))
+        if e.plan_with_bytes >= best:
+            return None
+        cand = families[i][depth[i]]
+        flags[i], depth[i] = cand.change.split(" (")[0], depth[i] + 1
+        setup, best = setup.model_copy(update=cand.update), e.plan_with_bytes
+        if row["fits"]:
+            order = " ".join(flags[k] for k in sorted(flags))
+            return {**row, "change": order + " (together)"}
 
 
 def proposals(c: Context) -> list[dict[str, object]]:
