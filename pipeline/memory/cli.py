@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from schemas.memory import (
     ALL_LINEAR,
     GIB,
+    HEADLINE_BIAS,
     Attention,
     LossImpl,
     Measure,
@@ -216,7 +217,8 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.15,
         help="share of the card kept free for what no estimate covers (other processes); not an "
         "error margin: a setup fits when its plan-with figure (device total + the larger of its "
-        "regime's margin and the 12 %% safety bias, never below PEAK) is at most (1 - headroom) "
+        f"regime's margin and the {100 * HEADLINE_BIAS:.0f} %% safety bias, never below PEAK) is "
+        "at most (1 - headroom) "
         "of the card",
     )
     parser.add_argument(
