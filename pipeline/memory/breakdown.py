@@ -3,16 +3,16 @@
 Each moment's allocated bytes are the static terms plus that moment's; the allocator's reserve
 and the CUDA context and NCCL buffers go on top (overhead.py), and so do bitsandbytes' paged
 optimizer states, which live in unified memory the allocator never sees. The peak is the moment
-with the most reserved memory; its calibration regime picks the plan margin.
+with the most reserved memory; its calibration regime picks the plan margin (policy.py).
 """
 
 from __future__ import annotations
 
 from schemas.memory import MemoryBreakdown, ModelSpec, TrainingSetup
 
-from .margins import DEFAULT_PLAN_MARGIN, PLAN_MARGINS
 from .overhead import overhead_bytes
 from .params import ParamCounts
+from .policy import plan_margin
 from .weights import quant_bytes
 
 
@@ -64,7 +64,7 @@ def peak_breakdown(
         variable_length=s.variable_length,
         components={k: int(v) for k, v in components.items()},
         regime=name,
-        plan_margin=PLAN_MARGINS.get(name, DEFAULT_PLAN_MARGIN),
+        plan_margin=plan_margin(name),
         allocated_bytes=int(allocated),
         reserved_bytes=int(allocated + reserve),
         total_bytes=int(allocated + reserve + fixed),

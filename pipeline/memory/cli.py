@@ -7,6 +7,7 @@ import json
 import sys
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn, get_args
 
 from pydantic import ValidationError
@@ -14,10 +15,10 @@ from pydantic import ValidationError
 from schemas.memory import (
     ALL_LINEAR,
     GIB,
+    HEADLINE_BIAS,
     Attention,
     LossImpl,
     Measure,
-    MemoryBreakdown,
     Method,
     ModelSpec,
     Offload,
@@ -30,9 +31,12 @@ from schemas.memory import (
     TrainingSetup,
 )
 
+from .advice import Context, advice
 from .estimate import estimate, max_micro_batch
-from .gpus import GPUS, Gpu, custom_gpu, get_gpu
-from .models import PRESETS, get_model, load_config_json
+from .gpus import FAMILIES, GPUS, Gpu, custom_gpu, resolve_gpu
+from .models import PRESETS, load_config_json
+from .names import resolve_model, unknown
+from .policy import budget_bytes
 
 # TrainingSetup field -> the flag that sets it, for one-line error messages.
 _FLAGS = {
@@ -80,7 +84,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `estimate` flags, on `parser` (errors in one line)."""
     parser.error = types.MethodType(_one_line_error, parser)  # type: ignore[method-assign]
     d = TrainingSetup()
-    parser.add_argument("--model", help=f"preset ({', '.join(PRESETS)}) or a config.json path")
+    parser.add_argument(
+        "--model",
+        help=f"preset ({', '.join(PRESETS)}), its Hugging Face id in any case "
+        "(Qwen/Qwen2.5-7B-Instruct: -Instruct/-Chat/-Base share the base's structure), or a "
+        "config.json path",
+    )
     parser.add_argument("--config-json", help="local config.json (instead of --model)")
     _add_training_arguments(parser, d)
     _add_activation_arguments(parser, d)
@@ -238,9 +247,28 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
         default="reserved",  # fmt: skip
         help="figure reported as expected: allocated, reserved (what OOMs), device",
     )
-    parser.add_argument("--gpu", help=f"catalog card to check the fit against: {', '.join(GPUS)}")
+    parser.add_argument(
+        "--gpu",
+        help=f"catalog card to check the fit against: {', '.join(GPUS)}; any spelling (RTX_4090, "
+        f"4090); a name without memory size ({', '.join(FAMILIES)}) is its largest SXM board",
+    )
     parser.add_argument("--gpu-mem", type=float, metavar="GIB", help="any card: memory in GiB")
-    parser.add_argument("--headroom", type=float, default=0.15)
+    parser.add_argument(
+        "--headroom",
+        type=float,
+        default=0.15,
+        help="share of the card kept free for what no estimate covers (other processes); not an "
+        "error margin: a setup fits when its plan-with figure (device total + the larger of its "
+        f"regime's margin and the {100 * HEADLINE_BIAS:.0f} %% safety bias, never below PEAK) is "
+        "at most (1 - headroom) "
+        "of the card",
+    )
+    parser.add_argument(
+        "--plan",
+        metavar="PLAN.json",
+        help="a plan.json: a shorter sequence is advised at the stage's token quantiles",
+    )
+    parser.add_argument("--stage", help="the stage of --plan (needed where it has several)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -327,20 +355,46 @@ def _validation_line(exc: ValidationError) -> str:
     return f"{flag} {err.get('input')}: {msg}" if flag else msg
 
 
+def _stage_quantiles(path: str | None, stage: str | None) -> dict[str, int]:
+    """The token quantiles (p50 ... max) of one stage of a plan.json, for the advice."""
+    if path is None:
+        if stage is not None:
+            raise ValueError("--stage needs --plan PLAN.json")
+        return {}
+    try:
+        stages = json.loads(Path(path).read_text(encoding="utf-8"))["stages"]
+        names = [str(st["name"]) for st in stages]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"--plan {path}: not a plan.json: {exc}") from exc
+    if stage is None and len(names) == 1:
+        stage = names[0]
+    if stage not in names:
+        raise unknown("stage", str(stage), names, f"{path} has {', '.join(names)}")
+    stats = stages[names.index(stage)].get("stats", {})
+    return {q: int(stats[q]) for q in ("p50", "p90", "p95", "p99", "max") if q in stats}
+
+
+def _resolve(args: argparse.Namespace) -> tuple[ModelSpec, Gpu | None, list[str]]:
+    """The model and card the names give, and a note for each name read as another."""
+    if args.config_json:
+        model, model_note = load_config_json(args.config_json), None
+    elif args.model:
+        model, model_note = resolve_model(args.model)
+    else:
+        raise ValueError("give --model or --config-json")
+    gpu, gpu_note = (custom_gpu(args.gpu_mem), None) if args.gpu_mem is not None else (None, None)
+    if args.gpu:
+        gpu, gpu_note = resolve_gpu(args.gpu)
+    return model, gpu, [n for n in (model_note, gpu_note) if n]
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        if args.config_json:
-            model = load_config_json(args.config_json)
-        elif args.model:
-            model = get_model(args.model)
-        else:
-            raise ValueError("give --model or --config-json")
+        model, gpu, notes = _resolve(args)
         if not 0.0 <= args.headroom < 1.0:
             raise ValueError(f"--headroom must be in [0, 1), got {args.headroom}")
+        quantiles = _stage_quantiles(args.plan, args.stage)
         setup = setup_from_args(args)
-        gpu = custom_gpu(args.gpu_mem) if args.gpu_mem is not None else None
-        if args.gpu:
-            gpu = get_gpu(args.gpu)
         if gpu is not None and gpu.count > setup.world_size:
             setup = setup.model_copy(update={"dp": gpu.count // (setup.tp * setup.pp)})
         b = estimate(model, setup)
@@ -351,101 +405,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"estimate: {exc}", file=sys.stderr)
         return 2
     out = b.as_json(args.measure)
+    if notes:
+        out["names"] = notes
     if gpu is not None:
-        budget = gpu.memory_bytes * (1 - args.headroom)
-        fit = b.plan_with_bytes <= budget
+        budget = budget_bytes(gpu.memory_bytes, args.headroom)
         out["gpu"] = {
             "name": gpu.name,
             "memory_gib": round(gpu.memory_gib, 2),
             "headroom": args.headroom,
             "budget_gib": round(budget / GIB, 3),
-            "fits": fit,
+            "fits": b.plan_with_bytes <= budget,
             "fits_expected": b.total_bytes <= budget,
             "max_micro_batch": max_micro_batch(model, setup, gpu, args.headroom),
         }
-        if not fit:
-            out["advice"] = advice(model, setup, b, gpu, args.headroom)
+        if not out["gpu"]["fits"]:
+            ctx = Context(model, setup, budget, args.measure, quantiles)
+            out["advice"] = advice(ctx, b, args.headroom)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
     print(_table(out, setup))
     return 0
-
-
-def _changes(s: TrainingSetup) -> list[tuple[str, dict[str, object]]]:
-    """Single changes that lower peak memory, cheapest (in throughput and quality) first."""
-    out: list[tuple[str, dict[str, object]]] = []
-    if s.loss == "standard":
-        out.append(("--loss chunked", {"loss": "chunked"}))
-    if s.loss != "fused":
-        out.append(("--loss fused", {"loss": "fused"}))
-    if s.recompute != "full" or s.recompute_modules:
-        out.append(("--recompute full", {"recompute": "full", "recompute_modules": ()}))
-    b = s.micro_batch
-    while b > 1:
-        b //= 2
-        out.append((f"--micro-batch {b} (raise --grad-accum)", {"micro_batch": b}))
-    if s.method == "full" and not s.optimizer.endswith("8bit"):
-        out.append(("--optimizer adamw_8bit", {"optimizer": "adamw_8bit"}))
-    if s.method == "full":
-        out.append(("--method lora", {"method": "lora"}))
-    if s.method in ("full", "lora") and s.quantization in ("auto", "none"):
-        out.append(("--method qlora", {"method": "qlora", "quantization": "auto"}))
-    if s.dp > 1 and s.zero < 3:
-        out.append((f"--zero {s.zero + 1}", {"zero": s.zero + 1}))
-    if s.world_size == 1 and s.method != "inference":
-        for n in (2, 4, 8):
-            out.append((f"--zero 3 --dp {n} ({n} GPUs)", {"zero": 3, "dp": n}))
-    if not s.activation_offload and s.method != "inference":
-        out.append(("--activation-offload", {"activation_offload": True}))
-    return out
-
-
-def advice(
-    m: ModelSpec, s: TrainingSetup, b: MemoryBreakdown, gpu: Gpu, headroom: float
-) -> dict[str, object]:
-    """Why it does not fit (the dominant term) and the cheapest single changes that make it
-    fit, each with its expected and plan-with peak; and the smallest catalog cards that fit."""
-    budget = gpu.memory_bytes * (1 - headroom)
-    terms = b.terms()
-    dominant = max(terms, key=lambda k: terms[k])
-    fixes: list[dict[str, object]] = []
-    for flag, change in _changes(s):
-        e = estimate(m, s.model_copy(update=change))
-        if e.plan_with_bytes <= budget:
-            fixes.append(
-                {
-                    "change": flag,
-                    "expected_gib": round(e.total_bytes / GIB, 2),
-                    "plan_with_gib": round(e.plan_with_bytes / GIB, 2),
-                }
-            )
-    if not fixes:  # no single change: the cheapest ones together, each kept if it helps
-        flags: dict[str, str] = {}
-        cur, cur_b = s, b
-        for flag, change in _changes(s):
-            e = estimate(m, cur.model_copy(update=change))
-            if e.plan_with_bytes < cur_b.plan_with_bytes:
-                flags[flag.split()[0]] = flag
-                cur, cur_b = cur.model_copy(update=change), e
-                if e.plan_with_bytes <= budget:
-                    fixes.append(
-                        {
-                            "change": " ".join(flags.values()),
-                            "expected_gib": round(e.total_bytes / GIB, 2),
-                            "plan_with_gib": round(e.plan_with_bytes / GIB, 2),
-                        }
-                    )
-                    break
-    cards = sorted({g for g in GPUS.values() if g.count == 1}, key=lambda g: (g.memory_mib, g.name))
-    return {
-        "dominant_term": dominant,
-        "dominant_gib": round(terms[dominant] / GIB, 2),
-        "changes_that_fit": fixes[:5],
-        "cards_that_fit": [
-            g.name for g in cards if b.plan_with_bytes <= g.memory_bytes * (1 - headroom)
-        ][:3],
-    }
 
 
 def _table(out: dict, s: TrainingSetup) -> str:
@@ -472,9 +452,10 @@ def _table(out: dict, s: TrainingSetup) -> str:
         f"allocated {out['allocated_gib']:.2f} GiB, reserved {out['reserved_gib']:.2f} GiB, "
         f"device {out['device_gib']:.2f} GiB",
         "plan with "
-        f"{out['plan_with_gib']:.2f} GiB (device total + {100 * out['plan_margin']:.0f} % margin "
-        f"of regime '{out['regime']}', docs/calibration.md)",
+        f"{out['plan_with_gib']:.2f} GiB (device total + {100 * out['plan_margin']:.0f} % margin: "
+        f"regime '{out['regime']}''s, at least the safety bias, so never below PEAK)",
     ]
+    lines[:0] = out.get("names", [])
     if "gpu" in out:
         g = out["gpu"]
         head = (
@@ -491,18 +472,28 @@ def _table(out: dict, s: TrainingSetup) -> str:
             )
             if g["max_micro_batch"] == 0:
                 lines.append("Not even micro-batch 1 fits.")
-            if a["changes_that_fit"]:
-                lines.append("Changes that make it fit (cheapest first; one line = together):")
-                lines += [
-                    f"  {c['change']:<40} expected {c['expected_gib']:.2f} GiB, "
-                    f"plan with {c['plan_with_gib']:.2f} GiB"
-                    for c in a["changes_that_fit"]
-                ]
-            else:
-                lines.append("No single change makes it fit.")
-            if a["cards_that_fit"]:
-                lines.append("Cards that fit it as is: " + ", ".join(a["cards_that_fit"]))
+            lines += _advice_lines(a)
     return "\n".join(lines)
+
+
+_NO_CARD = "none of the catalog's single cards"
+
+
+def _advice_lines(a: dict) -> list[str]:
+    """The proposals by group, in order, each with its figures and whether it fits."""
+    lines = ["Changes, in this order (each alone unless marked together):"]
+    group = None
+    for p in a["proposals"]:
+        if p["group"] != group:
+            group = p["group"]
+            lines.append(f"  {group}:")
+        lines.append(
+            f"    {p['change']:<54} expected {p['expected_gib']:>7.2f}, PEAK "
+            f"{p['peak_gib']:>7.2f}, plan with {p['plan_with_gib']:>7.2f} GiB: "
+            + ("fits" if p["fits"] else "does not fit")
+        )
+    cards = ", ".join(a["cards_that_fit"]) or _NO_CARD
+    return [*lines, f"Cards that fit it as is: {cards}"]
 
 
 def main(argv: list[str] | None = None) -> int:

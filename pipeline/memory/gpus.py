@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from schemas.memory import GIB
+
+from .names import unknown
 
 MIB = 2**20
 
@@ -53,13 +56,54 @@ for _base in ("a100-80g", "h100-80g"):
     GPUS[f"2x{_base}"] = Gpu(f"2x{_base}", f"2 x {_g.label}", _g.memory_mib, count=2)
 
 
+# A card named without its memory size is its largest SXM board (a PCIe-only card: its only
+# board), the one rented for fine-tuning; the output says which card the name was read as.
+FAMILIES: dict[str, str] = {
+    "a100": "a100-80g",  # SXM4 40 GB and 80 GB
+    "a800": "a800-80g",
+    "h100": "h100-80g",  # SXM5 80 GB (the 94 GB H100 NVL is a PCIe pair: h100-94g)
+    "h800": "h800-80g",
+    "h200": "h200-141g",
+    "v100": "v100-32g",  # SXM2 16 GB and 32 GB
+    "l40s": "l40s-48g",
+    "mi300": "mi300x",
+}
+# Spellings of consumer and workstation cards: the model number alone, `rtx4090`, `RTX 4090`.
+_SPELLINGS = {"3090": "rtx-3090", "4090": "rtx-4090", "5090": "rtx-5090", "rtxa6000": "a6000"}
+_VENDOR = re.compile(r"^(nvidia|amd|tesla|geforce|instinct|rtx(?=a))+")
+
+
+def _compact(name: str) -> str:
+    """`name` as letters and digits only, vendor words, SXM/PCIe and a `b` of `GB` dropped."""
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    key = re.sub(r"(sxm\d?|pcie)", "", _VENDOR.sub("", key))
+    return re.sub(r"(\d)gb$", r"\1g", key)
+
+
+_BY_COMPACT = {_compact(n): n for n in GPUS} | _SPELLINGS | FAMILIES
+
+
+def resolve_gpu(name: str) -> tuple[Gpu, str | None]:
+    """A catalog card by name in any spelling (RTX_3090, rtx3090, 4090, A100-SXM4-80GB), and a
+    note where a card named without its memory size was read as one of its boards."""
+    key = _compact(name)
+    found = _BY_COMPACT.get(key) or _BY_COMPACT.get(f"rtx{key}")
+    if found is None:
+        hint = "catalog: cnc-corpus estimate --help; any card: --gpu-mem GIB"
+        raise unknown("GPU", name, sorted({*GPUS, *FAMILIES}), hint, key=name.lower())
+    gpu = GPUS[found]
+    note = None
+    if key in FAMILIES:
+        note = (
+            f"--gpu {name} read as {gpu.name} ({gpu.label}): a card named without its memory "
+            "size is its largest SXM board; name the size for another"
+        )
+    return gpu, note
+
+
 def get_gpu(name: str) -> Gpu:
-    """A catalog card; case, `_` or `-` and spaces do not matter (RTX_3090 == rtx-3090)."""
-    key = "-".join(name.lower().replace("_", "-").split())
-    try:
-        return GPUS[key]
-    except KeyError:
-        raise ValueError(f"unknown GPU {name!r}; catalog: {', '.join(GPUS)}") from None
+    """A catalog card, as `resolve_gpu` reads its name."""
+    return resolve_gpu(name)[0]
 
 
 def custom_gpu(memory_gib: float) -> Gpu:
