@@ -5,6 +5,7 @@ Byte counts are per device. "GiB" is 2**30 bytes, "GB" 1e9 bytes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -252,6 +253,37 @@ class TrainingSetup(BaseModel):
         return self.seq_len * self.micro_batch
 
 
+@dataclass(frozen=True)
+class Term:
+    """One breakdown term explained: `formula`, an expression of + - * / over the numeric
+    `inputs`, gives `bytes` (string inputs are notes, not operands)."""
+
+    name: str
+    formula: str
+    inputs: dict[str, float | int | str] = field(default_factory=dict)
+    bytes: float = 0.0
+
+    def plus(self, formula: str, value: float, **inputs: float | int | str) -> Term:
+        """This term with `formula` (of `inputs`, worth `value` bytes) added."""
+        return Term(
+            self.name, f"{self.formula} + {formula}", self.inputs | inputs, self.bytes + value
+        )
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "formula": self.formula,
+            "inputs": self.inputs,
+            "bytes": int(self.bytes),
+            "gib": round(self.bytes / GIB, 3),
+        }
+
+
+def zero_term(name: str, why: str) -> Term:
+    """A term that holds nothing on the device at the peak, and why."""
+    return Term(name, "0", {"why": why}, 0.0)
+
+
 class MemoryBreakdown(BaseModel):
     """Peak memory per device, in bytes: the terms alive at the peak moment.
 
@@ -293,6 +325,8 @@ class MemoryBreakdown(BaseModel):
     allocated_bytes: int  # what torch.cuda.max_memory_allocated would report
     reserved_bytes: int  # what torch.cuda.max_memory_reserved would report
     total_bytes: int  # device total, as nvidia-smi would show it
+    # each term at the peak with its formula and inputs (estimate --explain; not in as_json)
+    explain: tuple[Term, ...] = ()
 
     def terms(self) -> dict[str, int]:
         """The breakdown terms, in bytes, in display order."""

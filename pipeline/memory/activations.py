@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from schemas.memory import ModelSpec, TrainingSetup
+from schemas.memory import ModelSpec, Term, TrainingSetup
 
 from .params import linear_shapes
 from .weights import kbit_upcast, quant_bytes
@@ -184,6 +184,11 @@ def _per_token(tensors: list[SavedTensor], tp: int, sp: bool) -> float:
 class LayerActivations:
     stored: float  # alive from forward through the start of backward
     transient: float  # extra while the last layer is recomputed (logits gone by then)
+    stored_per_token: float = 0.0  # of one layer
+    stored_layers: int = 0  # layers x micro-batches whose activations are held
+    transient_per_token: float = 0.0
+    pieces: tuple[tuple[str, float], ...] = ()  # each saved tensor's bytes per token (per device)
+    rule: str = ""  # what one layer stores per token, by recomputation
 
 
 def activation_bytes(
@@ -196,7 +201,14 @@ def activation_bytes(
     saved = layer_saved_tensors(m, s)
     full_layer = _per_token(saved, tp, sp)
     layer_in = stream_bytes(s) * m.hidden_size / (tp if sp else 1)
+    rule = {
+        "none": "every saved tensor",
+        "selective": "saved tensors but the attention core",
+        "selective_op": "the inputs of selected ops",
+        "full": "the layer input only",
+    }.get(s.recompute, "")
     if s.recompute_modules:
+        rule = "all but the recomputed groups, plus one layer input per group"
         groups = set(s.recompute_modules)
         kept = [x for x in saved if x.group not in groups]
         stored = _per_token(kept, tp, sp) + layer_in * len(groups)
@@ -218,7 +230,16 @@ def activation_bytes(
     n_stored_layers = layers * in_flight
     if s.activation_offload:  # saved tensors stream to the CPU; about two layers stay resident
         n_stored_layers = min(n_stored_layers, 2)
-    return LayerActivations(stored=per_layer_stored * n_stored_layers, transient=transient * tokens)
+    pieces = tuple((x.name, x.bytes_per_token / (tp if (x.tp_split or sp) else 1)) for x in saved)
+    return LayerActivations(
+        stored=per_layer_stored * n_stored_layers,
+        transient=transient * tokens,
+        stored_per_token=stored,
+        stored_layers=n_stored_layers,
+        transient_per_token=transient,
+        pieces=pieces,
+        rule=rule,
+    )
 
 
 def fsdp1_held_input_grads(m: ModelSpec, s: TrainingSetup, layers: int) -> float:
@@ -287,6 +308,8 @@ def layer_backward_working_bytes(m: ModelSpec, s: TrainingSetup) -> float:
 class StageActivations:
     stored: float  # alive from forward through the start of backward
     layer_backward: float  # alive at the backward of a layer (the first one's: FSDP1's held)
+    stored_term: Term = Term("activations", "0")
+    layer_backward_term: Term = Term("activations", "0")
 
 
 def stage_activations(
@@ -298,4 +321,28 @@ def stage_activations(
     stored = acts.stored + head_input_bytes(m, s, has_head) + mask_bytes(s)
     working = layer_backward_working_bytes(m, s)
     held = fsdp1_held_input_grads(m, s, layers)
-    return StageActivations(stored, stored + acts.transient + working + held)
+    head, masks = head_input_bytes(m, s, has_head), mask_bytes(s)
+    stored_term = Term(
+        "activations",
+        "tokens * stored_per_token * stored_layers + head_inputs + masks",
+        {
+            "tokens": s.tokens,
+            "stored_per_token": acts.stored_per_token,
+            "stored_layers": acts.stored_layers,
+            "head_inputs": head,
+            "masks": masks,
+            "stored_per_token_is": acts.rule,
+        }
+        | {f"saved_{name}_per_token": b for name, b in acts.pieces},
+        s.tokens * acts.stored_per_token * acts.stored_layers + head + masks,
+    )
+    backward_term = stored_term.plus(
+        "tokens * recomputed_per_token + backward_working + fsdp1_held_input_grads",
+        s.tokens * acts.transient_per_token + working + held,
+        recomputed_per_token=acts.transient_per_token,
+        backward_working=working,
+        fsdp1_held_input_grads=held,
+    )
+    return StageActivations(
+        stored, stored + acts.transient + working + held, stored_term, backward_term
+    )

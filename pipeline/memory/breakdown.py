@@ -8,9 +8,9 @@ with the most reserved memory; its calibration regime picks the plan margin (pol
 
 from __future__ import annotations
 
-from schemas.memory import MemoryBreakdown, ModelSpec, TrainingSetup
+from schemas.memory import MemoryBreakdown, ModelSpec, Term, TrainingSetup
 
-from .overhead import overhead_bytes
+from .overhead import overhead_bytes, overhead_terms
 from .params import ParamCounts
 from .policy import plan_margin
 from .weights import quant_bytes
@@ -25,15 +25,17 @@ def peak_breakdown(
     components: dict[str, float],
     moments: dict[str, dict[str, float]],
     paged: float = 0.0,
+    explain: dict[str, tuple[Term, ...]] | None = None,
 ) -> MemoryBreakdown:
     """`static`: bytes alive at every moment; `moments`: each moment's other terms;
-    `components`: each term at its largest; `paged`: paged optimizer states."""
+    `components`: each term at its largest; `paged`: paged optimizer states; `explain`: each
+    moment's terms with their formulas (the overheads are added here)."""
     phases: dict[str, int] = {}
     parts: dict[str, tuple[int, int, int]] = {}
     best: tuple[float, str, dict[str, float], float, float] | None = None
     for name, terms in moments.items():
         allocated = static + sum(terms.values())
-        dynamic, shaped = sum(terms.values()), terms.get("logits_and_loss", 0.0)
+        dynamic, shaped = sum(terms.values()), shaped_of(terms)
         parts[name] = (int(allocated), int(dynamic), int(shaped))
         reserve, fixed = overhead_bytes(s, dynamic, shaped)
         fixed += paged
@@ -43,6 +45,10 @@ def peak_breakdown(
     assert best is not None
     allocated, phase, terms, reserve, fixed = best
     name = regime(s)
+    explained = (explain or {}).get(phase, ())
+    if explained:
+        reserve_term, context_term = overhead_terms(s, sum(terms.values()), shaped_of(terms))
+        explained += (reserve_term, context_term)
     return MemoryBreakdown(
         model=m.name,
         params=pc.total,
@@ -68,7 +74,13 @@ def peak_breakdown(
         allocated_bytes=int(allocated),
         reserved_bytes=int(allocated + reserve),
         total_bytes=int(allocated + reserve + fixed),
+        explain=explained,
     )
+
+
+def shaped_of(terms: dict[str, float]) -> float:
+    """The loss buffers of a moment: the blocks that fragment the cache."""
+    return terms.get("logits_and_loss", 0.0)
 
 
 def regime(s: TrainingSetup) -> str:

@@ -19,6 +19,7 @@ from schemas.memory import (
     Attention,
     LossImpl,
     Measure,
+    MemoryBreakdown,
     Method,
     ModelSpec,
     Offload,
@@ -28,6 +29,7 @@ from schemas.memory import (
     Recompute,
     RecomputeModule,
     Stack,
+    Term,
     TrainingSetup,
 )
 
@@ -270,6 +272,9 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--stage", help="the stage of --plan (needed where it has several)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--explain", action="store_true", help="each term's formula and inputs, to check by hand"
+    )
 
 
 _OPTIMIZER_ALIASES = {
@@ -421,11 +426,36 @@ def run(args: argparse.Namespace) -> int:
         if not out["gpu"]["fits"]:
             ctx = Context(model, setup, budget, args.measure, quantiles)
             out["advice"] = advice(ctx, b, args.headroom)
-    if args.json:
-        print(json.dumps(out, indent=2))
-        return 0
-    print(_table(out, setup))
+    _print(out, b, setup, args)
     return 0
+
+
+def _print(out: dict, b: MemoryBreakdown, setup: TrainingSetup, args: argparse.Namespace) -> None:
+    """The table (with --explain, each term's formula after it) or the JSON."""
+    if args.json:
+        if args.explain:
+            out["explain"] = [term.as_json() for term in b.explain]
+        print(json.dumps(out, indent=2))
+        return
+    print(_table(out, setup))
+    if args.explain:
+        print(explain_text(b.explain))
+
+
+def _value(v: float | int | str) -> str:
+    if isinstance(v, str):
+        return v
+    return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
+
+
+def explain_text(terms: tuple[Term, ...]) -> str:
+    """`name = formula = GiB`, then `where input value, ...`, one term after another."""
+    lines = ["", "how each term at the peak is computed (bytes; GIB = 2**30):"]
+    for t in terms:
+        lines.append(f"{t.name} = {t.formula} = {t.bytes / GIB:.2f} GiB")
+        if t.inputs:
+            lines.append("    where " + ", ".join(f"{k} {_value(v)}" for k, v in t.inputs.items()))
+    return "\n".join(lines)
 
 
 def _table(out: dict, s: TrainingSetup) -> str:

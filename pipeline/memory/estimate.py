@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from schemas.memory import MemoryBreakdown, ModelSpec, TrainingSetup
+from schemas.memory import MemoryBreakdown, ModelSpec, Term, TrainingSetup, zero_term
 
 from .activations import StageActivations, stage_activations
 from .adapters import lora_states, trainable_embeddings
 from .breakdown import peak_breakdown
+from .explain import state_terms
 from .gpus import Gpu
 from .inference import inference_breakdown
-from .logits import logits_bytes
+from .logits import logits_bytes, logits_term
 from .optimizer import (
     OptimizerStates,
     applied_in_backward,
@@ -71,7 +72,26 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
     in_flight = micro_batches_in_flight(s, stage)
     acts = stage_activations(m, s, part.layers, in_flight, part.has_head)
     logits = logits_bytes(m, s) if part.has_head else 0.0
-    return _step_moments(m, s, pc, states, acts, logits)
+    terms = state_terms(m, s, pc, part, states.trainable)
+    terms["logits_and_loss"] = (
+        logits_term(m, s) if part.has_head else zero_term("logits_and_loss", "no head here")
+    )
+    return _step_moments(m, s, pc, states, acts, logits, _explained(s, terms, acts))
+
+
+def _explained(
+    s: TrainingSetup, terms: dict[str, Term], acts: StageActivations
+) -> dict[str, tuple[Term, ...]]:
+    """Each moment's terms with their formulas, as `_step_moments` adds them up."""
+    static = tuple(terms[k] for k in ("weights", "optimizer", "adapters", "buffers") if k in terms)
+    static += (terms["paged_optimizer"],) if "paged_optimizer" in terms else ()
+    grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward
+    g_fwd = terms["gradients"] if grads_alive else zero_term("gradients", "none before backward")
+    return {
+        "backward_start": static + (g_fwd, acts.stored_term, terms["logits_and_loss"]),
+        "layer_backward": static + (g_fwd, acts.layer_backward_term),
+        "optimizer_step": static + (terms["gradients"], terms["optimizer_step_temp"]),
+    }
 
 
 def _model_states(m: ModelSpec, s: TrainingSetup, pc: ParamCounts, part: StageParams) -> _States:
@@ -152,6 +172,7 @@ def _step_moments(
     st: _States,
     acts: StageActivations,
     logits: float,
+    explain: dict[str, tuple[Term, ...]],
 ) -> MemoryBreakdown:
     """The moments of a training step that can peak: the start of backward (the loss spike), a
     layer's backward, and the optimizer step (unless it runs in backward)."""
@@ -174,7 +195,7 @@ def _step_moments(
         adapters=st.adapters,
         buffers=st.buffers,
     )
-    return peak_breakdown(m, s, pc, st.trainable, static, components, moments, st.paged)
+    return peak_breakdown(m, s, pc, st.trainable, static, components, moments, st.paged, explain)
 
 
 def fits(

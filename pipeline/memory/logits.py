@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from schemas.memory import ModelSpec, TrainingSetup
+from schemas.memory import ModelSpec, Term, TrainingSetup
 
 # Logit-element bytes at the loss spike (start of backward) by loss implementation.
 LOGIT_BYTES_STANDARD = 12.0  # fp32 log-probs (saved) + fp32 grad of log-probs + fp32 grad of logits
@@ -81,3 +81,42 @@ def fused_linear_ce_bytes(m: ModelSpec, s: TrainingSetup) -> float:
     head_trains = s.method == "full" or s.train_embeddings
     grad_weight = v * m.hidden_size * e if head_trains else 0.0
     return chunk + grad_input + grad_weight + 4.0 * s.tokens
+
+
+def logits_term(m: ModelSpec, s: TrainingSetup) -> Term:
+    """`logits_bytes` with its formula: tokens x vocab x bytes per logit element, or the fused
+    loss's chunk and gradients."""
+    v, e = m.vocab_size / s.tp, 4.0 if s.precision == "fp32" else 2.0
+    base = {"tokens": s.tokens, "vocab_per_device": v, "loss": effective_loss(s)}
+    if effective_loss(s) == "fused":
+        head_trains = s.method == "full" or s.train_embeddings
+        inputs = base | {
+            "chunk_rows": fused_chunk_rows(m, s.tokens),
+            "dtype_bytes": e,
+            "hidden": m.hidden_size,
+            "head_trains": int(head_trains),
+        }
+        formula = (
+            "chunk_rows * vocab_per_device * dtype_bytes + tokens * hidden * dtype_bytes"
+            " + head_trains * vocab_per_device * hidden * dtype_bytes + 4 * tokens"
+        )
+        return Term("logits_and_loss", formula, inputs, logits_bytes(m, s))
+    if effective_loss(s) == "chunked":
+        per = logits_bytes(m, s) / (s.tokens * v) - LOGIT_BYTES_BF16_CHUNK
+        inputs = base | {
+            "chunk_bytes": LOGIT_BYTES_BF16_CHUNK,
+            "loss_chunks": s.loss_chunks,
+            "loss_bytes": per * s.loss_chunks,
+        }
+        formula = "tokens * vocab_per_device * (chunk_bytes + loss_bytes / loss_chunks)"
+        return Term("logits_and_loss", formula, inputs, logits_bytes(m, s))
+    per_logit = logits_bytes(m, s) / (s.tokens * v)
+    inputs = base | {
+        "bytes_per_logit": per_logit,
+        "loss_in_fp32": int(loss_in_fp32(m, s)),
+        "output_held": int(s.output_held),
+        "compile_loss": int(s.compile_loss),
+    }
+    return Term(
+        "logits_and_loss", "tokens * vocab_per_device * bytes_per_logit", inputs, logits_bytes(m, s)
+    )

@@ -10,7 +10,7 @@ gives the in-sample and leave-one-source-out errors against published peaks.
 
 from __future__ import annotations
 
-from schemas.memory import GIB, TrainingSetup
+from schemas.memory import GIB, Term, TrainingSetup
 
 
 def overhead_bytes(s: TrainingSetup, dynamic: float, shaped: float) -> tuple[float, float]:
@@ -19,8 +19,30 @@ def overhead_bytes(s: TrainingSetup, dynamic: float, shaped: float) -> tuple[flo
     blocks of a step, which fragment the cache when shapes vary: a longer batch needs bigger
     blocks than the cached ones, so new segments are reserved and the old ones stay cached.
     Activations are many layer-sized tensors that reuse cached blocks and are not counted."""
+    reserve, fixed = overhead_terms(s, dynamic, shaped)
+    return reserve.bytes, fixed.bytes
+
+
+def overhead_terms(s: TrainingSetup, dynamic: float, shaped: float) -> tuple[Term, Term]:
+    """The reserve and the context + NCCL of `overhead_bytes`, with their formulas."""
     nccl = s.nccl_gib if s.nccl_gib is not None else (0.5 if s.world_size > 1 else 0.0)
-    reserve = dynamic * s.allocator_reserve
+    reserve = Term(
+        "allocator_reserve",
+        "dynamic_bytes * allocator_reserve",
+        {"dynamic_bytes": dynamic, "allocator_reserve": s.allocator_reserve},
+        dynamic * s.allocator_reserve,
+    )
     if s.variable_length:
-        reserve += shaped * s.fragmentation
-    return reserve, (s.cuda_context_gib + nccl) * GIB
+        reserve = reserve.plus(
+            "loss_buffer_bytes * fragmentation",
+            shaped * s.fragmentation,
+            loss_buffer_bytes=shaped,
+            fragmentation=s.fragmentation,
+        )
+    fixed = Term(
+        "context",
+        "(cuda_context_gib + nccl_gib) * GIB",
+        {"cuda_context_gib": s.cuda_context_gib, "nccl_gib": nccl, "GIB": GIB},
+        (s.cuda_context_gib + nccl) * GIB,
+    )
+    return reserve, fixed

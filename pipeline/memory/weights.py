@@ -7,7 +7,7 @@ lm_head, norms, biases) to fp32; one linear at a time is dequantized to bf16 for
 
 from __future__ import annotations
 
-from schemas.memory import TrainingSetup
+from schemas.memory import Term, TrainingSetup
 
 from .params import ParamCounts
 
@@ -58,6 +58,33 @@ def base_weight_bytes(
     linear = pc.per_layer_linear * layers / s.tp
     rest_b = 4.0 if kbit_upcast(s) else weight_bytes
     return linear * quant + (params - linear) * rest_b
+
+
+def weights_term(
+    s: TrainingSetup, pc: ParamCounts, layers: int, params: float, weight_bytes: float, shards: int
+) -> Term:
+    """`base_weight_bytes` over `shards` devices, with its formula."""
+    quant = quant_bytes(s)
+    if quant is None:
+        inputs = {"n_params": params, "bytes_per_param": weight_bytes, "weight_shards": shards}
+        return Term(
+            "weights",
+            "n_params * bytes_per_param / weight_shards",
+            inputs,
+            params * weight_bytes / shards,
+        )
+    linear = pc.per_layer_linear * layers / s.tp
+    rest_b = 4.0 if kbit_upcast(s) else weight_bytes
+    formula = "(quantized_params * quant_bytes + (n_params - quantized_params) * other_bytes)"
+    inputs = {
+        "quantized_params": linear,
+        "quant_bytes": quant,
+        "n_params": params,
+        "other_bytes": rest_b,
+        "weight_shards": shards,
+    }
+    value = (linear * quant + (params - linear) * rest_b) / shards
+    return Term("weights", formula + " / weight_shards", inputs, value)
 
 
 def dequantized_linear_bytes(pc: ParamCounts, tp: int, dtype_bytes: float = 2.0) -> float:
