@@ -8,10 +8,10 @@ from pathlib import Path
 import pdfplumber.page
 import polars as pl
 import pytest
-from fpdf import FPDF
 
 from pipeline.funnels.refresh import Sources, refresh
 from schemas.config import PipelineConfig
+from tests.pipeline.ingest.documents.support import one_line_pdf
 
 GUIDE = """# Spindle maintenance
 
@@ -22,22 +22,16 @@ SP9031 SPINDLE SPEED DEVIATION during heavy cuts; retension it to the value on t
 """
 
 
-def _log_pdf(path: Path, pages: int) -> None:
-    """A machine log exported as one page per shift (one short line each)."""
-    pdf = FPDF()
-    pdf.set_font("Helvetica", size=10)
-    for number in range(1, pages + 1):
-        pdf.add_page()
-        pdf.text(20, 30, f"Shift report {number}: spindle warm-up done, no alarm.")
-    pdf.output(str(path))
-
-
 def test_pdf_over_the_page_limit_is_quarantined_unread_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "in"
     (root / "manuals").mkdir(parents=True)
-    _log_pdf(root / "manuals" / "shift_reports_2019_2024.pdf", 5000)
+    one_line_pdf(
+        root / "manuals" / "shift_reports_2019_2024.pdf",
+        5000,
+        "Shift report {n}: spindle warm-up done, no alarm.",
+    )
     (root / "manuals" / "spindle_guide.md").write_text(GUIDE, encoding="utf-8")
 
     def no_page(*args: object, **kwargs: object) -> None:

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import polars as pl
+from fpdf import FPDF
 
 from pipeline.core.stage import StageResult, empty_rejects, stage_result
 from pipeline.ingest.documents.manuals import read_manual
@@ -50,3 +51,13 @@ def read_blocks(root: str | Path, cfg: ManualsConfig | None = None) -> pl.DataFr
         read_manual(path, source, root).state["blocks"] for path, source in manual_files(root, cfg)
     ]
     return pl.concat(frames) if frames else pl.DataFrame(schema=DOCUMENT_BLOCK_SCHEMA)
+
+
+def one_line_pdf(path: Path, pages: int, line: str) -> None:
+    """A PDF of `pages` pages, one short line of text each (`line`, `{n}` the page number)."""
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=10)
+    for number in range(1, pages + 1):
+        pdf.add_page()
+        pdf.text(20, 30, line.format(n=number))
+    pdf.output(str(path))

@@ -25,6 +25,7 @@ from pipeline.kb.extract import fault_entries
 from schemas.documents import DOCUMENT_BLOCK_SCHEMA
 from schemas.manuals import ManualsConfig, ManualSource
 from tests.pipeline.ingest.documents import gsk_alarms as gsk
+from tests.pipeline.ingest.documents.support import one_line_pdf
 
 PDF = ManualSource(pattern="*.pdf", format="pdf")
 HEADER = ("Alarm No.", "Message", "Description / Remedy")
@@ -338,20 +339,11 @@ def test_chinese_alarm_table_wrapped_over_many_pages_gives_every_code_whole(
         assert entry["source"] == f"{path.name} > {gsk.TITLE} > 7.1 报警一览表"
 
 
-def _one_line_pages(path: Path, pages: int) -> None:
-    pdf = FPDF()
-    pdf.set_font("Helvetica", size=10)
-    for number in range(1, pages + 1):
-        pdf.add_page()
-        pdf.text(20, 30, f"Spindle maintenance log, page {number}: check the belt tension.")
-    pdf.output(str(path))
-
-
 def test_pdf_over_the_page_limit_raises_before_any_page_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "service_manual_complete.pdf"
-    _one_line_pages(path, 5000)
+    one_line_pdf(path, 5000, "Spindle maintenance log, page {n}: check the belt tension.")
 
     def no_page(*args: object) -> None:
         raise AssertionError("a page was read")
@@ -369,7 +361,7 @@ def test_pdf_within_the_limit_is_read_page_by_page_in_bounded_memory(tmp_path: P
     peaks = {}
     for pages in (60, 300):
         path = tmp_path / f"log_{pages}.pdf"
-        _one_line_pages(path, pages)
+        one_line_pdf(path, pages, "Spindle maintenance log, page {n}: check the belt tension.")
         tracemalloc.start()
         doc = pdf_blocks(path, max_pages=pages)
         peaks[pages] = tracemalloc.get_traced_memory()[1]
