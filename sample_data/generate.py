@@ -604,7 +604,7 @@ def _plan(rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     n_base = n_clusters + singles
     # rows: cluster members, then singletons, then negatives
     member_base = np.repeat(np.arange(n_clusters), sizes)
-    first = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+    first = (np.cumsum(sizes) - sizes).astype(np.int64)  # each cluster's first row
     is_first = np.zeros(clustered, dtype=bool)
     is_first[first] = True
     edit = rng.choice(len(EDITS), size=clustered, p=EDIT_P) + 2

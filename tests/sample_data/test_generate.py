@@ -270,3 +270,12 @@ def test_sample_messiness_is_present():
         assert needle in en, needle
     pairs = index.filter(pl.col("tags").list.contains("code_differs"))
     assert pairs.height == 3
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 7])
+def test_tiny_corpora_have_every_row_and_no_cluster_without_members(rows):
+    # a corpus too small for any cluster used to mark row 0 of an empty array as a cluster's first
+    frame = generate(rows, seed=rows)
+    truth = ground_truth(rows, seed=rows)
+    assert frame.height == rows == truth.height
+    assert frame["order_id"].n_unique() == rows
