@@ -17,11 +17,16 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.publish.writer import latest_snapshot
+
 WRITERS = ("polars", "pyarrow")
 
 
 def current_snapshot(out: Path) -> Path:
-    return out / "snapshots" / (out / "LATEST").read_text().strip()
+    snapshot = latest_snapshot(out)
+    if snapshot is None:
+        raise SystemExit(f"{out}: no LATEST (nothing published there)")
+    return snapshot
 
 
 def snapshot_digest(out: Path) -> dict[str, str]:

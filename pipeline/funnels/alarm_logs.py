@@ -29,6 +29,7 @@ from pipeline.alarms.incidents import (
 )
 from pipeline.alarms.samples import incident_samples
 from pipeline.core.stage import Stage, StageResult, empty_rejects, run_stages, stage_result
+from pipeline.execution.stage_files import read_frames
 from pipeline.execution.step import Carried, Computed, Funnel, Out, Step
 from pipeline.funnels.incremental import collect_published, published_pieces
 from pipeline.funnels.workorders import RENDER
@@ -249,8 +250,8 @@ def finish(run: FunnelRun, source: SourceRun) -> None:
     }
     inputs = run.inputs[FUNNEL_STEP.name]
     source.state = {
-        "alarm_events": _read_all(inputs["events"]),
-        "alarm_ingest_rejects": _read_all(inputs["ingest_rejects"]),
+        "alarm_events": read_frames(inputs["events"]),
+        "alarm_ingest_rejects": read_frames(inputs["ingest_rejects"]),
     }
     source.sources = {"alarm_log": _figures(pl.concat(source.ledger), results)}
 
@@ -275,15 +276,11 @@ def _figures(ledger: pl.DataFrame, results: list[dict[str, Any]]) -> dict[str, i
     }
 
 
-def _read_all(paths: list[str]) -> pl.DataFrame:
-    return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
-
-
 def _sorted_union(run: FunnelRun, name: str, paths: list[str], by: list[str]) -> str:
     """One partition's table as it is; several partitions' tables as one, sorted as each is."""
     if len(paths) == 1:
         return paths[0]
-    return run.ctx.save(name, _read_all(paths).sort(by))
+    return run.ctx.save(name, read_frames(paths).sort(by))
 
 
 FUNNEL = Funnel(

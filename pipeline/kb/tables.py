@@ -55,9 +55,14 @@ HEADER_ALIASES: dict[str, tuple[str, ...]] = {
 _ALIAS = {alias: name for name, aliases in HEADER_ALIASES.items() for alias in aliases}
 
 
+def header_text(cell: str) -> str:
+    """A header cell as compared with the synonyms: spaces and punctuation dropped, lower case."""
+    return re.sub(r"[\s_.\-/()（）:：*]", "", cell).lower()
+
+
 def header_key(cell: str) -> str | None:
     """The field a header cell names exactly (spaces and punctuation dropped)."""
-    key = re.sub(r"[\s_.\-/()（）:：*]", "", cell).lower()
+    key = header_text(cell)
     return _ALIAS.get(key) or ("_index" if key in {"#", "no"} else None)
 
 

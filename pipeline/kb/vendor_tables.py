@@ -40,7 +40,7 @@ from pipeline.kb.fault_codes import (
     one_row_per_code,
     read_vendor_table,
 )
-from pipeline.kb.tables import header_key
+from pipeline.kb.tables import header_key, header_text
 from pipeline.text.alarm_codes import family_of
 from schemas.ingest import IngestConfig
 from schemas.manuals import FAULT_CODE_SCHEMA, ManualsConfig, VendorTableSource
@@ -579,4 +579,4 @@ def read_fault_tables(files: list[tuple[Path, str]], root: Path, cfg: ManualsCon
 
 def _field(cell: str) -> str | None:
     """The field a header cell names; a blank header is a running-number column."""
-    return header_key(cell) or ("_index" if not re.sub(r"[\s_.\-/()（）:：*]", "", cell) else None)
+    return header_key(cell) or ("_index" if not header_text(cell) else None)
