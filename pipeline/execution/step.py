@@ -82,6 +82,7 @@ class Step:
     params: Callable[[Any], dict[str, Any]] | None = None  # from the funnel run so far
     drive: Callable[[Any], list[dict[str, StageOutput]]] | None = None
     split_by: dict[str, str] = field(default_factory=dict)  # partition: input -> machine column
+    splitter: str = ""  # partition: the helper step that cuts one input file by machine
     first_only: tuple[str, ...] = ()  # partition: inputs only the first partition reads
     doc: str = ""  # what one call computes
 

@@ -226,6 +226,7 @@ FUNNEL_STEP = Step(
     },
     stages=("ingest", "incidents", "cross_source", "samples", "tiers", "render"),
     split_by={"events": "machine", "workorders": "asset"},
+    splitter=SPLIT.name,
     first_only=("ingest_rejects",),
 )
 

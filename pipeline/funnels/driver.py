@@ -231,7 +231,7 @@ def _split(
     run: FunnelRun, step: Step, key: str, name: str, paths: list[str], parts: int
 ) -> list[dict[str, StageOutput]]:
     """Each file of input `name` split by its machine column into `parts` partitions."""
-    split = step.name.split(".")[0] + ".split"
+    split = step.splitter  # the helper step the partition step names
     params = {"column": step.split_by[name], "parts": parts}
     return run.ctx.runner.map(
         [
