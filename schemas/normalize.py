@@ -25,7 +25,8 @@ class NormalizeConfig(BaseModel):
     asset_controllers: dict[str, str] = Field(
         default_factory=dict,
         description="asset pattern (glob, case-insensitive) -> controller family or model, for "
-        "the alarm codes of work orders without a machine model, e.g. {'VMC-*' = 'FANUC'}",
+        "the alarm codes of work orders without a machine model and of MTConnect logs (whose "
+        "codes are the controller's: MAZAK:379, not MTCONNECT:379), e.g. {'VMC-*' = 'FANUC'}",
     )
     min_han_share: float = Field(
         0.2,

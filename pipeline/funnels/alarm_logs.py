@@ -94,9 +94,11 @@ TIERS = Stage(
 )
 
 
-def parse(path: Path, source: AlarmLogSource, root: Path) -> dict[str, StageResult]:
+def parse(
+    path: Path, source: AlarmLogSource, root: Path, controllers: dict[str, str]
+) -> dict[str, StageResult]:
     """One alarm log -> events; the result's state holds the file's ledger row."""
-    read = read_alarm_log_file(path, source, root)
+    read = read_alarm_log_file(path, source, root, controllers)
     result = read.result
     data = path.read_bytes()
     ledger = ledger_row(
@@ -195,7 +197,10 @@ PARSE = Step(
     "alarm_logs.parse",
     "file",
     lambda cfg, f, p: parse(
-        Path(p["path"]), AlarmLogSource.model_validate(p["source"]), Path(p["root"])
+        Path(p["path"]),
+        AlarmLogSource.model_validate(p["source"]),
+        Path(p["root"]),
+        cfg.normalize.asset_controllers,
     ),
     stages=("ingest",),
     counted=False,

@@ -54,6 +54,8 @@ _OTHER_CONTROLLERS = {
     "KND": rf"{B}KND|凯恩帝",
     "HNC": rf"{B}HNC-?\d|华中数控",
     "SYNTEC": r"syntec|新代",
+    "AGIE": r"agie|charmilles|阿奇",
+    "HURCO": r"hurco|winmax|赫克",
 }
 
 
@@ -69,6 +71,24 @@ def most_named_family(text: pl.Expr) -> pl.Expr:
     for name in reversed(patterns):
         out = pl.when((counts[name] == best) & (best > 0)).then(pl.lit(name)).otherwise(out)
     return out
+
+
+def controller_family(asset: str | None, texts: list[str], table: dict[str, str]) -> str | None:
+    """One machine's controller family: the controller `table` (asset glob -> family or model,
+    as `NormalizeConfig.asset_controllers`) gives `asset`, else the family `texts` name most
+    often (`most_named_family`: "Mazak01" -> MAZAK, "Okuma-MB5000" -> OKUMA); else None."""
+    frame = pl.DataFrame(
+        {"asset": [asset], "text": ["\n".join(texts)]},
+        schema=[("asset", pl.String), ("text", pl.String)],
+    )
+    configured = _asset_controller(pl.col("asset"), table)
+    token = configured.str.strip_chars().str.to_uppercase()
+    named = pl.coalesce(
+        most_named_family(configured),
+        pl.when(token.str.contains(r"^[A-Z][A-Z0-9_/]*$")).then(token),
+        most_named_family(pl.col("text")),
+    )
+    return frame.select(named).item()
 
 
 def _hint_family(hint: pl.Expr) -> pl.Expr:

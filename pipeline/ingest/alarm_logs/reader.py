@@ -9,8 +9,9 @@ Every physical line of a file is accounted for:
 they give (a came/went/acknowledged row gives up to three) plus the lines that do not parse.
 `skipped_non_alarm`: blank lines, report titles and header blocks above the first entry
 (`layouts.parse_lines`), column headers and rulers, the code line of a two-line FANUC entry,
-MTConnect samples and `Unavailable` conditions. Rejects carry file and line: `malformed_line`
-(looks like an alarm line but does not parse) and `bad_timestamp` (the date does not exist).
+MTConnect samples, `Unavailable` conditions and the `Normal` ones that clear nothing. Rejects
+carry file and line: `malformed_line` (looks like an alarm line but does not parse) and
+`bad_timestamp` (the date does not exist).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import polars as pl
 
 from pipeline.core.errors import InputFileError
 from pipeline.core.stage import StageResult, make_rejects, stage_result
+from pipeline.ingest.alarm_logs import mtconnect
 from pipeline.ingest.alarm_logs.fields import lines_frame
 from pipeline.ingest.alarm_logs.layouts import LAYOUTS, detect_layout, header_end, parse_lines
 from pipeline.ingest.encoding import read_text
@@ -119,20 +121,24 @@ def _split_lines(text: str) -> list[str]:
 
 
 def read_alarm_log_file(
-    path: str | Path, source: AlarmLogSource | None = None, root: str | Path | None = None
+    path: str | Path,
+    source: AlarmLogSource | None = None,
+    root: str | Path | None = None,
+    controllers: dict[str, str] | None = None,
 ) -> AlarmLogRead:
-    """Read one alarm-log file into events (ALARM_EVENT_SCHEMA) and line-level rejects."""
+    """Read one alarm-log file into events (ALARM_EVENT_SCHEMA) and line-level rejects;
+    `controllers` (machine glob -> controller) names an MTConnect device's family."""
     path = Path(path)
     source = source or AlarmLogSource(pattern="*")
     rel = relative_path(path, root)
     text, encoding = read_text(path, source.encoding)
     lines = _split_lines(text)
     layout = _layout_of(path, source, lines)
-    family = source.code_family(layout)
     frame = lines_frame(lines)
     parsed = parse_lines(layout, frame)
     header = lines[: max(header_end(parsed), 15)]
     machine = _machine(path, source, header, parsed["device"])
+    family, family_warning = _family(source, layout, machine, parsed, header, controllers)
     lines_kind = parsed.group_by("source_row").agg(pl.col("kind").first())
     alarm_lines = lines_kind.filter(pl.col("kind") != "skip").height
     parsed = _with_lineage(parsed.filter(pl.col("kind") != "skip"), rel, layout, machine, family)
@@ -148,7 +154,28 @@ def read_alarm_log_file(
         skipped_non_alarm=frame.height - alarm_lines,
         lines_total=frame.height,
     )
-    return AlarmLogRead(result, layout, machine, encoding, _warning(rel, layout, kept, rejected))
+    warnings = [_warning(rel, layout, kept, rejected)]
+    if family_warning and (kept["event"] == "raised").any():
+        warnings.append(f"{rel}: {family_warning}")
+    warning = "; ".join(w for w in warnings if w) or None
+    return AlarmLogRead(result, layout, machine, encoding, warning)
+
+
+def _family(
+    source: AlarmLogSource,
+    layout: str,
+    machine: str | None,
+    parsed: pl.DataFrame,
+    header: list[str],
+    controllers: dict[str, str] | None,
+) -> tuple[str, str | None]:
+    """The code family (configured, else the layout's; an MTConnect log's from its device,
+    `mtconnect.device_family`) and a warning when an MTConnect device names no controller."""
+    if layout != "mtconnect" or source.family:
+        return source.code_family(layout), None
+    devices = parsed["device"].drop_nulls().unique().sort().to_list()
+    titles = [line for line in header if not re.match(mtconnect.SHDR_TIME, line)]
+    return mtconnect.device_family(machine, devices, titles, controllers or {})
 
 
 def _layout_of(path: Path, source: AlarmLogSource, lines: list[str]) -> str:
