@@ -72,6 +72,16 @@ class IncidentConfig(BaseModel):
         description="seconds: raises closer than this to the previous one belong to one "
         "incident; a longer gap starts a new one",
     )
+    cascade_window_s: float = Field(
+        5.0,
+        ge=0,
+        description="seconds: a raise this close to the previous raise on the same machine, "
+        "whatever its code, belongs to its incident (a cascade: a drive fault and the axis "
+        "alarms it causes, an emergency stop and the alarms behind it). The controller raises "
+        "them within a cycle or a deceleration (well under 2 s); logs stamp whole seconds and "
+        "MTConnect adapters poll about once a second, so a cascade shows at most a few seconds "
+        "apart; unrelated alarms seconds apart on one machine are rare. 0: same instant only",
+    )
     merge_by: Literal["code", "machine"] = Field(
         "code",
         description="'code': one incident per alarm code and machine; 'machine': every alarm "
@@ -120,7 +130,8 @@ ALARM_EVENT_SCHEMA: dict[str, pl.DataType] = {
     "occurred_at": pl.Datetime("us"),  # the source's clock, naive (MTConnect: UTC)
 }
 
-# One incident: a burst of raises of the same alarm (or, merge_by="machine", of one machine).
+# One incident: a cascade of raises on one machine with the bursts of each of its alarms (or,
+# merge_by="machine", every raise of a machine within the burst gap), see pipeline.alarms.
 # Lineage: record_id is the incident's own stable id (hash of the first raise's record_id and
 # the merge key); source_file/source_row point at the first raise.
 INCIDENT_SCHEMA: dict[str, pl.DataType] = {

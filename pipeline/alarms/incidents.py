@@ -1,10 +1,23 @@
-"""Alarm events → incidents: bursts of the same alarm on one machine merge; work orders link.
+"""Alarm events → incidents: cascades and bursts on one machine merge; work orders link.
 
-A raise starts a new incident when the previous raise with the same key (machine and alarm
-code, or machine alone with `merge_by="machine"`) is more than `burst_gap_s` earlier. An
-incident's `cleared_at` / `acknowledged_at` is the first such event for one of its codes (or an
-MTConnect clear of its whole data item) at or after its last raise and before the next incident
-of the same key.
+Raises on one machine are linked, and each group of linked raises is one incident carrying
+every code of its raises:
+
+- a cascade: a raise within `cascade_window_s` of the previous raise on the machine, whatever
+  its code (a drive fault and the axis alarm it causes, an emergency stop and the alarms
+  behind it are raised within a controller cycle; the log shows them seconds apart at most);
+- a burst: a raise within `burst_gap_s` of the previous raise with the same key (machine and
+  alarm code, or machine alone with `merge_by="machine"`);
+- a continuation, on a log that reports condition state (MTConnect): a raise of a code still
+  active (no clear of the code or of its whole data item since its previous raise, an
+  `Unavailable` gap being no clear), however long ago, or raised within `burst_gap_s` of its
+  clear (the gap counts from the end of its previous activity, not from its raise).
+
+The grouping reads only times, machines and codes, never a list of code pairs. An incident's
+`cleared_at` is when the last of its codes cleared (null while one has not), `acknowledged_at`
+when the first was acknowledged: per code, the first such event (of the code, or an MTConnect
+clear of its whole data item) at or after the code's last raise in the incident and before the
+code is raised again.
 """
 
 from __future__ import annotations
@@ -16,6 +29,8 @@ from pipeline.core.stage import StageResult, empty_rejects, make_rejects, stage_
 from schemas.alarm_logs import INCIDENT_SCHEMA, IncidentConfig
 
 _KEY = "_key"
+_ORDER = ("occurred_at", "source_file", "source_row")
+_RAISE = ("alarm_code", "channel", "occurred_at")
 
 
 def _incident_ids(machines: pl.Series, keys: pl.Series, first_ids: pl.Series) -> pl.Series:
@@ -26,66 +41,86 @@ def _incident_ids(machines: pl.Series, keys: pl.Series, first_ids: pl.Series) ->
     return pl.Series("record_id", ids, dtype=pl.String)
 
 
-def _first_after(
-    incidents: pl.DataFrame, events: pl.DataFrame, kind: str, name: str
-) -> pl.DataFrame:
-    """Per incident, the first `kind` event after last_at (and before next_first_at)."""
-    marks = events.filter(pl.col("event") == kind).select(
-        "machine", "alarm_code", "channel", pl.col("occurred_at").alias(name)
+def _seconds(s: float) -> pl.Expr:
+    return pl.duration(microseconds=int(s * 1_000_000))
+
+
+def _continues(raises: pl.DataFrame, events: pl.DataFrame, gap: pl.Expr) -> pl.Expr:
+    """Per raise (sorted by machine and time): an MTConnect condition raised again within `gap`
+    of the end of its previous activity (the first clear of its code, or of its whole data
+    item, at or after its previous raise), or while still active (not cleared since)."""
+    clears = events.filter(pl.col("event") == "cleared")
+    by_code = clears.filter(pl.col("alarm_code").is_not_null()).select(
+        "machine", "alarm_code", pl.col("occurred_at").alias("_code_clear")
     )
-    found = []
-    for list_col, by in (("alarm_codes", "alarm_code"), ("_channels", "channel")):
-        right = marks.filter(pl.col(by).is_not_null())
-        if by == "channel":  # only item-wide clears (no code) count per channel
-            right = marks.filter(pl.col("alarm_code").is_null(), pl.col("channel").is_not_null())
-        left = (
-            incidents.select("record_id", "machine", "last_at", pl.col(list_col).alias(by))
-            .explode(by)
-            .drop_nulls(by)
-            .sort("last_at")
+    by_item = clears.filter(pl.col("alarm_code").is_null(), pl.col("channel").is_not_null())
+    by_item = by_item.select("machine", "channel", pl.col("occurred_at").alias("_item_clear"))
+    previous = pl.col("occurred_at").shift(1).over("machine", "alarm_code", "channel")
+    found = raises.with_row_index("_r").with_columns(_prev=previous)
+    for right, by in ((by_code, "alarm_code"), (by_item, "channel")):
+        found = found.sort("_prev", nulls_last=True).join_asof(
+            right.drop_nulls(by).sort(right.columns[-1]),
+            left_on="_prev",
+            right_on=right.columns[-1],
+            by=["machine", by],
+            strategy="forward",
+            check_sortedness=False,  # sorted on the join keys above; by-groups follow
         )
-        found.append(
-            left.join_asof(
-                right.select("machine", by, name).sort(name),
-                left_on="last_at",
-                right_on=name,
-                by=["machine", by],
-                strategy="forward",
-                check_sortedness=False,  # sorted on the join keys above; by-groups follow
-            ).select("record_id", name)
-        )
-    first = pl.concat(found).group_by("record_id").agg(pl.col(name).min())
-    return (
-        incidents.select("record_id", "_next_first_at")
-        .join(first, on="record_id", how="left")
-        .select(
-            "record_id",
-            pl.when(pl.col("_next_first_at").is_null() | (pl.col(name) < pl.col("_next_first_at")))
-            .then(pl.col(name))
-            .alias(name),
-        )
+    ended = pl.min_horizontal("_code_clear", "_item_clear")
+    flags = found.sort("_r").select(
+        pl.col("channel").is_not_null()
+        & pl.col("_prev").is_not_null()
+        & (ended.is_null() | (pl.col("occurred_at") - ended <= gap))
     )
+    return pl.lit(flags.to_series().fill_null(False))
+
+
+def _episodes(raises: pl.DataFrame, events: pl.DataFrame, cfg: IncidentConfig) -> pl.Series:
+    """The incident of each raise (sorted by machine and time): the smallest row number of the
+    raises linked to it. Each kind of link cuts the raises into runs (a run: raises each linked
+    to the previous one of its group); labels spread over the runs until none changes."""
+    gap = _seconds(cfg.burst_gap_s)
+    linked = {
+        ("machine",): pl.col("occurred_at").diff() <= _seconds(cfg.cascade_window_s),
+        ("machine", _KEY): pl.col("occurred_at").diff() <= gap,
+        ("machine", "alarm_code", "channel"): pl.col("_continues"),
+    }
+    runs = raises.with_columns(_continues=_continues(raises, events, gap)).select(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("_label"),
+        *[pl.col(by) for by in ("machine", _KEY, "alarm_code", "channel")],
+        *[
+            (~link.fill_null(False)).cum_sum().over(by).alias(f"_run{i}")
+            for i, (by, link) in enumerate(linked.items())
+        ],
+    )
+    while True:
+        spread = runs
+        for i, by in enumerate(linked):
+            spread = spread.with_columns(pl.col("_label").min().over(*by, f"_run{i}"))
+        if spread["_label"].equals(runs["_label"]):
+            return spread["_label"]
+        runs = spread
 
 
 def build_incidents(events: pl.DataFrame, cfg: IncidentConfig | None = None) -> StageResult:
     """Merge raised events (ALARM_EVENT_SCHEMA) into incidents (INCIDENT_SCHEMA).
 
     Counters: `read`/`kept` are incidents (nothing is rejected here); `events`, `raised`
-    (raises merged into incidents) and `merged_raises` (raises that joined an earlier one).
+    (raises merged into incidents), `merged_raises` (raises that joined an earlier one) and
+    `cascades` (incidents of more than one code).
     """
     cfg = cfg or IncidentConfig()
     key = pl.col("alarm_code") if cfg.merge_by == "code" else pl.lit("*")
-    gap = pl.duration(microseconds=int(cfg.burst_gap_s * 1_000_000))
     raises = (
         events.filter(pl.col("event") == "raised")
         .with_columns(key.alias(_KEY))
-        .sort("machine", _KEY, "occurred_at", "source_file", "source_row")
+        .sort("machine", *_ORDER)
     )
-    starts = (pl.col("occurred_at").diff().over("machine", _KEY) > gap).fill_null(True)
     grouped = (
-        raises.with_columns(_n=starts.cast(pl.UInt32).cum_sum().over("machine", _KEY))
-        .group_by("machine", _KEY, "_n", maintain_order=True)
+        raises.with_columns(_n=_episodes(raises, events, cfg))
+        .group_by("machine", "_n", maintain_order=True)
         .agg(
+            pl.col(_KEY).first(),
             pl.col("record_id").first().alias("_first_id"),
             pl.lit("alarm_log").alias("source_kind"),
             pl.col("source_file").first(),
@@ -98,15 +133,13 @@ def build_incidents(events: pl.DataFrame, cfg: IncidentConfig | None = None) -> 
             pl.len().cast(pl.UInt32).alias("count"),
             pl.col("source_file").unique(maintain_order=True).alias("source_files"),
             pl.col("record_id").alias("event_ids"),
-            pl.col("channel").drop_nulls().unique(maintain_order=True).alias("_channels"),
         )
-        .with_columns(_next_first_at=pl.col("first_at").shift(-1).over("machine", _KEY))
     )
     grouped = grouped.with_columns(
         _incident_ids(grouped["machine"], grouped[_KEY], grouped["_first_id"])
     )
     for kind, name in (("cleared", "cleared_at"), ("acknowledged", "acknowledged_at")):
-        grouped = grouped.join(_first_after(grouped, events, kind, name), on="record_id")
+        grouped = grouped.join(_first_after(grouped, raises, events, kind, name), on="record_id")
     incidents = grouped.with_columns(
         pl.lit([], dtype=pl.List(pl.String)).alias("workorder_ids")
     ).select([pl.col(c).cast(t) for c, t in INCIDENT_SCHEMA.items()])
@@ -118,7 +151,52 @@ def build_incidents(events: pl.DataFrame, cfg: IncidentConfig | None = None) -> 
         events=events.height,
         raised=raises.height,
         merged_raises=raises.height - incidents.height,
+        cascades=int((incidents["alarm_codes"].list.len() > 1).sum()),
     )
+
+
+def _first_after(
+    incidents: pl.DataFrame, raises: pl.DataFrame, events: pl.DataFrame, kind: str, name: str
+) -> pl.DataFrame:
+    """Per incident, its clear (`kind` cleared: when the last of its codes cleared, null while
+    one has not) or acknowledgement (the first of its codes acknowledged): per code, the first
+    such event (of the code, or without a code on the code's data item) at or after the code's
+    last raise in the incident and before its next raise."""
+    codes = (
+        incidents.select("record_id", "machine", pl.col("event_ids").alias("_id"))
+        .explode("_id")
+        .join(raises.select(pl.col("record_id").alias("_id"), *_RAISE), on="_id")
+        .group_by("record_id", "machine", "alarm_code", "channel", maintain_order=True)
+        .agg(pl.col("occurred_at").max().alias("_last"))
+        .sort("_last")
+    )
+    marks = events.filter(pl.col("event") == kind)
+    sides = {
+        "_next": (raises, "alarm_code", False),
+        "_by_code": (marks.filter(pl.col("alarm_code").is_not_null()), "alarm_code", True),
+        "_by_item": (marks.filter(pl.col("alarm_code").is_null()), "channel", True),
+    }
+    for column, (right, by, exact) in sides.items():
+        codes = codes.join_asof(
+            right.drop_nulls(by)
+            .select("machine", by, pl.col("occurred_at").alias(column))
+            .sort(column),
+            left_on="_last",
+            right_on=column,
+            by=["machine", by],
+            strategy="forward",
+            allow_exact_matches=exact,
+            check_sortedness=False,  # sorted on the join keys above; by-groups follow
+        )
+    first = pl.min_horizontal("_by_code", "_by_item")
+    before_next = pl.when(pl.col("_next").is_null() | (first < pl.col("_next"))).then(first)
+    every = before_next.is_not_null().all()
+    found = codes.group_by("record_id").agg(
+        (pl.when(every).then(before_next.max()) if kind == "cleared" else before_next.min()).alias(
+            name
+        )
+    )
+    return incidents.select("record_id").join(found, on="record_id", how="left")
 
 
 def _code_key(col: str) -> pl.Expr:
