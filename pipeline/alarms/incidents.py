@@ -22,6 +22,7 @@ code is raised again.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import xxhash
 
@@ -76,30 +77,41 @@ def _continues(raises: pl.DataFrame, events: pl.DataFrame, gap: pl.Expr) -> pl.E
 
 
 def _episodes(raises: pl.DataFrame, events: pl.DataFrame, cfg: IncidentConfig) -> pl.Series:
-    """The incident of each raise (sorted by machine and time): the smallest row number of the
-    raises linked to it. Each kind of link cuts the raises into runs (a run: raises each linked
-    to the previous one of its group); labels spread over the runs until none changes."""
+    """The incident of each raise (sorted by machine and time): the smallest row number among
+    the raises linked to it, each link joining a raise to the previous one of its group."""
     gap = _seconds(cfg.burst_gap_s)
     linked = {
         ("machine",): pl.col("occurred_at").diff() <= _seconds(cfg.cascade_window_s),
         ("machine", _KEY): pl.col("occurred_at").diff() <= gap,
         ("machine", "alarm_code", "channel"): pl.col("_continues"),
     }
-    runs = raises.with_columns(_continues=_continues(raises, events, gap)).select(
-        pl.int_range(pl.len(), dtype=pl.UInt32).alias("_label"),
-        *[pl.col(by) for by in ("machine", _KEY, "alarm_code", "channel")],
-        *[
-            (~link.fill_null(False)).cum_sum().over(by).alias(f"_run{i}")
-            for i, (by, link) in enumerate(linked.items())
-        ],
+    rows = raises.with_columns(
+        _continues=_continues(raises, events, gap), _i=pl.int_range(pl.len(), dtype=pl.Int64)
     )
+    edges = pl.concat(
+        rows.select(
+            pl.col("_i").alias("u"),
+            pl.col("_i").shift(1).over(*by).alias("v"),
+            link.over(*by).fill_null(False).alias("linked"),
+        ).filter("linked", pl.col("v").is_not_null())
+        for by, link in linked.items()
+    )
+    labels = _components(rows.height, edges["u"].to_numpy(), edges["v"].to_numpy())
+    return pl.Series("_n", labels, dtype=pl.Int64)
+
+
+def _components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Connected components of the graph on 0..n-1 with edges (u, v): each node's smallest
+    member (hooking roots to the smaller root, then pointer jumping, until every edge is in
+    one component)."""
+    parent = np.arange(n, dtype=np.int64)
     while True:
-        spread = runs
-        for i, by in enumerate(linked):
-            spread = spread.with_columns(pl.col("_label").min().over(*by, f"_run{i}"))
-        if spread["_label"].equals(runs["_label"]):
-            return spread["_label"]
-        runs = spread
+        pu, pv = parent[u], parent[v]
+        if np.array_equal(pu, pv):
+            return parent
+        np.minimum.at(parent, np.maximum(pu, pv), np.minimum(pu, pv))
+        while not np.array_equal(jumped := parent[parent], parent):
+            parent = jumped
 
 
 def build_incidents(events: pl.DataFrame, cfg: IncidentConfig | None = None) -> StageResult:
