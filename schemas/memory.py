@@ -315,9 +315,10 @@ class MemoryBreakdown(BaseModel):
     paged_optimizer: int = 0  # bitsandbytes paged states: unified memory, outside the allocator
     peak_phase: PeakPhase
     phases: dict[str, int]  # device total (with overhead) at each candidate moment
-    # (allocated, allocated within the step, loss buffers) per moment, without overheads: what
-    # the calibration needs to refit the allocator constants (not in the JSON)
-    phase_parts: dict[str, tuple[int, int, int]] = Field(default_factory=dict)
+    # (allocated, allocated within the step, loss buffers, other streams' cached pools) per
+    # moment, without overheads: what the calibration needs to refit the allocator constants
+    # (not in the JSON)
+    phase_parts: dict[str, tuple[int, int, int, int]] = Field(default_factory=dict)
     variable_length: bool = False
     components: dict[str, int]  # full size of every term, whether or not alive at the peak
     regime: str  # the calibration regime this setup belongs to (docs/calibration.md)

@@ -497,6 +497,7 @@ class _Parts:
     allocated: np.ndarray  # (cases, phases): allocated at each moment of the step
     dynamic: np.ndarray  # (cases, phases): allocated and freed within the step
     shaped: np.ndarray  # (cases, phases): loss buffers, when batch shapes vary; else 0
+    pool: np.ndarray  # (cases, phases): other streams' cached pools (reserved, not allocated)
     fixed: np.ndarray  # (cases,): context, NCCL, paged optimizer states
     measured: np.ndarray
     kind: np.ndarray  # 0 allocated, 1 reserved, 2 device
@@ -504,26 +505,29 @@ class _Parts:
 
 def _parts(cases: list[CalibrationCase]) -> _Parts:
     n, width = len(cases), 3
-    alloc, dyn, shaped = (np.full((n, width), -np.inf), np.zeros((n, width)), np.zeros((n, width)))
+    alloc = np.full((n, width), -np.inf)
+    dyn, shaped, pool = np.zeros((n, width)), np.zeros((n, width)), np.zeros((n, width))
     fixed, meas, kind = np.zeros(n), np.zeros(n), np.zeros(n, dtype=int)
     for i, c in enumerate(cases):
         b = estimate(get_model(c.model), _with(c, 0.0, 0.0))
-        for j, (a, d, sh) in enumerate(b.phase_parts.values()):
+        for j, (a, d, sh, po) in enumerate(b.phase_parts.values()):
             alloc[i, j], dyn[i, j], shaped[i, j] = a, d, sh * b.variable_length
+            pool[i, j] = po
         fixed[i] = b.context + b.paged_optimizer
         meas[i] = c.measured_bytes
         kind[i] = ("allocated", "reserved", "device").index(c.measured_kind)
-    return _Parts(alloc, dyn, shaped, fixed, meas, kind)
+    return _Parts(alloc, dyn, shaped, pool, fixed, meas, kind)
 
 
 def _estimates(p: _Parts, reserve: np.ndarray, frag: np.ndarray) -> np.ndarray:
     """The estimator's figure for each case's measured kind, for every (reserve, frag) pair
-    (broadcast leading axes): the peak moment is the one with the most reserved memory."""
+    (broadcast leading axes): the peak moment is the one with the most allocated + reserve;
+    what is reserved then is the most any moment reserves, other streams' pools counted."""
     res = p.dynamic * reserve[..., None, None] + p.shaped * frag[..., None, None]
     reserved = p.allocated + res
     peak = np.argmax(reserved, axis=-1)[..., None]
     a = np.take_along_axis(np.broadcast_to(p.allocated, reserved.shape), peak, -1)[..., 0]
-    r = np.take_along_axis(reserved, peak, -1)[..., 0]
+    r = np.max(reserved + p.pool, axis=-1)  # the cache never shrinks (breakdown.py)
     return np.select([p.kind == 0, p.kind == 1], [a, r], r + p.fixed)
 
 

@@ -26,28 +26,42 @@ def peak_breakdown(
     moments: dict[str, dict[str, float]],
     paged: float = 0.0,
     explain: dict[str, tuple[Term, ...]] | None = None,
+    stream_pool: dict[str, float] | None = None,
 ) -> MemoryBreakdown:
     """`static`: bytes alive at every moment; `moments`: each moment's other terms;
     `components`: each term at its largest; `paged`: paged optimizer states; `explain`: each
-    moment's terms with their formulas (the overheads are added here)."""
+    moment's terms with their formulas (the overheads are added here); `stream_pool`: per
+    moment, what other streams' pools keep cached then (parallel.gradient_stream_pool_bytes).
+
+    The peak is the moment with the most allocated + reserve. The cache never shrinks within
+    a run, so what is reserved then is the largest reserved of any moment, counting the other
+    streams' pools: reserve at the peak += max(0, max over moments m of (allocated_m +
+    reserve_m + stream_pool_m) - (allocated_peak + reserve_peak))."""
     phases: dict[str, int] = {}
-    parts: dict[str, tuple[int, int, int]] = {}
+    parts: dict[str, tuple[int, int, int, int]] = {}
+    pools = stream_pool or {}
     best: tuple[float, str, dict[str, float], float, float] | None = None
+    most_reserved = 0.0
     for name, terms in moments.items():
         allocated = static + sum(terms.values())
-        dynamic, shaped = sum(terms.values()), shaped_of(terms)
-        parts[name] = (int(allocated), int(dynamic), int(shaped))
+        dynamic, shaped, pool = sum(terms.values()), shaped_of(terms), pools.get(name, 0.0)
+        parts[name] = (int(allocated), int(dynamic), int(shaped), int(pool))
         reserve, fixed = overhead_bytes(s, dynamic, shaped)
         fixed += paged
-        phases[name] = int(allocated + reserve + fixed)
+        phases[name] = int(allocated + reserve + pool + fixed)
+        most_reserved = max(most_reserved, allocated + reserve + pool)
         if best is None or allocated + reserve > best[0] + best[3]:
             best = (allocated, name, terms, reserve, fixed)
     assert best is not None
     allocated, phase, terms, reserve, fixed = best
+    carried = max(0.0, most_reserved - allocated - reserve)
+    reserve += carried
     name = regime(s)
     explained = (explain or {}).get(phase, ())
     if explained:
-        reserve_term, context_term = overhead_terms(s, sum(terms.values()), shaped_of(terms))
+        reserve_term, context_term = overhead_terms(
+            s, sum(terms.values()), shaped_of(terms), carried
+        )
         explained += (reserve_term, context_term)
     return MemoryBreakdown(
         model=m.name,

@@ -33,6 +33,7 @@ from .parallel import (
     fsdp1_frozen_gradient_shards,
     fsdp1_root_unit_bytes,
     gathered_layer_bytes,
+    gradient_stream_pool_bytes,
     micro_batches_in_flight,
     sharding_buffer_bytes,
     stage_params,
@@ -185,6 +186,8 @@ def _step_moments(
     }
     if not s.optimizer_in_backward:
         moments["optimizer_step"] = dict(gradients=st.gradients, optimizer_step_temp=st.step_temp)
+    pool = gradient_stream_pool_bytes(s, st.gradients)
+    pools = {k: max(0.0, pool - v.get("gradients", 0.0)) for k, v in moments.items()}
     components = dict(
         weights=st.weights,
         gradients=st.gradients,
@@ -195,7 +198,9 @@ def _step_moments(
         adapters=st.adapters,
         buffers=st.buffers,
     )
-    return peak_breakdown(m, s, pc, st.trainable, static, components, moments, st.paged, explain)
+    return peak_breakdown(
+        m, s, pc, st.trainable, static, components, moments, st.paged, explain, pools
+    )
 
 
 def fits(

@@ -16,6 +16,6 @@ PLAN_MARGINS: dict[str, float] = {
     "QLoRA (NF4), sharded/parallel": 0.22,
     "full": 0.13,
     "full, paged/offloaded states": 0.62,
-    "full, sharded/parallel": 0.25,
+    "full, sharded/parallel": 0.19,
     "inference": 0.03,
 }

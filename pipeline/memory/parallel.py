@@ -130,3 +130,21 @@ def fsdp1_root_unit_bytes(
     root_b = 4.0 if kbit_upcast(s) else weight_bytes
     root = (part.embedding_like + (pc.final_norm if part.has_head else 0)) * root_b
     return root * (1.0 if s.offload == "all" else 1.0 - 1.0 / shard)
+
+
+def gradient_stream_pool_bytes(s: TrainingSetup, gradients: float) -> float:
+    """FSDP's sharded gradients are allocated on its reduce-scatter stream, so their blocks
+    stay in that stream's pool of the caching allocator, which serves no compute-stream
+    allocation. FSDP1 (torch/distributed/fsdp/_runtime_utils.py, `_post_backward_hook`):
+    `new_sharded_grad = torch.empty_like(chunks[0])` under
+    `torch.cuda.stream(state._streams["post_backward"])`, kept as the flat parameter's
+    `.grad`; FSDP2 (`_fsdp_collectives.foreach_reduce`): `reduce_output =
+    reduce_scatter_input.new_empty(...)` under `reduce_scatter_stream`, the sharded grads
+    being views of it. After the first step that pool (the gradient shards, `gradients` =
+    trainable_params x grad_bytes / dp) stays reserved while the compute stream holds the
+    activations and the loss with no gradient alive (zero_grad(set_to_none) frees them to
+    the pool, not to the device): reserved at a moment = its allocated + its reserve +
+    (gradients - gradients alive then). DeepSpeed ZeRO-3 reduces into its own preallocated
+    partitions (not modelled here); with CPU offload the shards go to the host (0)."""
+    fsdp = s.zero == 3 and data_shards(s) > 1 and not s.deepspeed
+    return gradients if fsdp and s.offload != "all" else 0.0

@@ -193,10 +193,11 @@ def test_headline_figures_reached_leave_one_repository_out(report) -> None:  # t
     # the 16-bit Qwen1 loss and compiled losses took p90 from 28.9 % to 23.9 %; DeepSpeed's
     # gradient buckets sized by reduce_bucket_size, not by what trains, to 23.7 % and 11.7 %;
     # FSDP1's held layer-input gradients (frozen units, reentrant checkpointing) to 23.2 % and
-    # 6.8 %
+    # 6.8 %; FSDP's gradient shards cached in the reduce-scatter stream's pool lifted the
+    # over-estimated sharded full fine-tunes (torchtitan, torchtune 70B) to p90 23.3 %
     head = summarize(report["loro"])
     assert head["median_ape"] <= 0.085, head
-    assert head["p90_ape"] <= 0.233, head
+    assert head["p90_ape"] <= 0.234, head
     assert head["under_10"] <= 0.07, head
     # no bias: 6.9 %, 19.4 % (the median was 7.6 % while long-sequence over-estimates offset the
     # constant under-estimates; see the report's notes)

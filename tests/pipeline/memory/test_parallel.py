@@ -79,3 +79,33 @@ def test_fsdp_keeps_the_root_unit_unsharded() -> None:
     native = s.model_copy(update={"stack": "torchtune"})  # FSDP2 recipes shard them apart
     assert estimate(QWEN7, native).buffers == estimate(QWEN7, native.model_copy(
         update={"deepspeed": True})).buffers  # fmt: skip
+
+
+def test_fsdp_gradient_shards_stay_in_the_reduce_scatter_streams_pool() -> None:
+    # FSDP allocates the sharded gradients on its reduce-scatter (post-backward) stream; the
+    # caching allocator serves those blocks to no compute-stream allocation, so at the start of
+    # backward (no gradient alive, accumulation 1) the pool of the last step's shards is still
+    # reserved. Mistral-7B full fine-tune, pure bf16, FSDP over 2 GPUs: the pool is the
+    # gradient shards, 2 B x psi / 2.
+    mistral = get_model("mistral-7b")
+    psi = param_counts(mistral).total
+    s = TrainingSetup(method="full", precision="bf16", seq_len=4096, micro_batch=4, zero=3, dp=2)
+    b = estimate(mistral, s)
+    allocated, _, _, pool = b.phase_parts["backward_start"]
+    assert pool == pytest.approx(2 * psi / 2, rel=1e-6)
+    assert b.phase_parts["optimizer_step"][3] == 0  # the shards are allocated then
+    assert b.components["gradients"] == pytest.approx(pool, rel=1e-6)
+    # reserved at the peak is the most any moment reserves, the pool counted
+    assert b.reserved_bytes >= allocated + pool
+    # the explained reserve names the carried pool and still sums to the breakdown
+    reserve = next(t for t in b.explain if t.name == "allocator_reserve")
+    assert "stream_pool_bytes" in reserve.formula
+    assert reserve.bytes == pytest.approx(b.allocator_reserve, abs=2)
+    # DeepSpeed ZeRO-3 reduces into its own partitions; CPU offload sends shards to the host;
+    # one GPU has no reduce-scatter stream
+    for other in (
+        s.model_copy(update={"deepspeed": True}),
+        s.model_copy(update={"offload": "all"}),
+        s.model_copy(update={"dp": 1}),
+    ):
+        assert all(p[3] == 0 for p in estimate(mistral, other).phase_parts.values())
