@@ -113,6 +113,8 @@ def placed_terms(terms: dict[str, Term], s: TrainingSetup) -> dict[str, Term]:
         out["optimizer_step_temp"] = zero_term("optimizer_step_temp", "steps on the host")
     if (s.offload == "optimizer" and s.deepspeed) or s.offload == "all":
         out["gradients"] = zero_term("gradients", "copied to the host as reduced")
+    if s.offload == "all" and "adapters" in out:
+        out["adapters"] = zero_term("adapters", "parameter offload: adapter shards on the host")
     return out
 
 

@@ -144,7 +144,14 @@ def gradient_stream_pool_bytes(s: TrainingSetup, gradients: float) -> float:
     trainable_params x grad_bytes / dp) stays reserved while the compute stream holds the
     activations and the loss with no gradient alive (zero_grad(set_to_none) frees them to
     the pool, not to the device): reserved at a moment = its allocated + its reserve +
-    (gradients - gradients alive then). DeepSpeed ZeRO-3 reduces into its own preallocated
-    partitions (not modelled here); with CPU offload the shards go to the host (0)."""
+    (gradients - gradients alive then). With CPUOffload(offload_params=True) the shards are
+    still written on the device and kept (`_saved_grad_shard`) until the end of backward after
+    their non-blocking copy to `_cpu_grad` (FlatParamHandle.prepare_gradient_for_optim then
+    deletes them): `gradients` is then the shards of what trains. That is FSDP1's (hf and
+    lightning stacks); FSDP2 (torchtune, torchtitan) copies each group's reduce-scatter output
+    to the host as it is reduced (`foreach_reduce`: `.to("cpu", non_blocking=True)`) and keeps
+    none (0). DeepSpeed ZeRO-3 reduces into its own preallocated partitions (not modelled
+    here)."""
     fsdp = s.zero == 3 and data_shards(s) > 1 and not s.deepspeed
-    return gradients if fsdp and s.offload != "all" else 0.0
+    fsdp2_offload = s.offload == "all" and s.stack not in ("hf", "lightning")
+    return gradients if fsdp and not fsdp2_offload else 0.0

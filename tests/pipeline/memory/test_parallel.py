@@ -101,11 +101,41 @@ def test_fsdp_gradient_shards_stay_in_the_reduce_scatter_streams_pool() -> None:
     reserve = next(t for t in b.explain if t.name == "allocator_reserve")
     assert "stream_pool_bytes" in reserve.formula
     assert reserve.bytes == pytest.approx(b.allocator_reserve, abs=2)
-    # DeepSpeed ZeRO-3 reduces into its own partitions; CPU offload sends shards to the host;
-    # one GPU has no reduce-scatter stream
+    # FSDP1's CPUOffload still writes the shards on the device and keeps them to the end of
+    # backward (_saved_grad_shard): the same pool, though the gradients term is on the host
+    off = estimate(mistral, s.model_copy(update={"offload": "all"}))
+    assert off.gradients == 0
+    assert off.phase_parts["backward_start"][3] == pytest.approx(2 * psi / 2, rel=1e-6)
+    # FSDP2 copies each reduce-scatter output to the host as reduced; DeepSpeed ZeRO-3 reduces
+    # into its own partitions; one GPU has no reduce-scatter stream
     for other in (
+        s.model_copy(update={"offload": "all", "stack": "torchtune"}),
         s.model_copy(update={"deepspeed": True}),
-        s.model_copy(update={"offload": "all"}),
         s.model_copy(update={"dp": 1}),
     ):
         assert all(p[3] == 0 for p in estimate(mistral, other).phase_parts.values())
+
+
+def test_fsdp_parameter_offload_keeps_adapters_on_the_host_and_their_grad_shards_on_device() -> (
+    None
+):
+    # FSDP CPUOffload(offload_params=True), LoRA r=8 on q and v of Mistral-7B (h 4096, 8 KV
+    # heads of 128: v out 1024), pure bf16, 2 GPUs. Per layer: q 8 x (4096 + 4096) = 65,536,
+    # v 8 x (4096 + 1024) = 40,960; 32 layers: 3,407,872 adapter parameters. Their shards,
+    # gradients and AdamW states are on the host (adapters 0); the gradient shards the
+    # reduce-scatter wrote stay on the device: 3,407,872 x 2 B / 2 = 3,407,872 B.
+    mistral = get_model("mistral-7b")
+    s = TrainingSetup(
+        method="lora",
+        precision="bf16",
+        lora_rank=8,
+        lora_targets=("q_proj", "v_proj"),
+        seq_len=1024,
+        zero=3,
+        dp=2,
+        offload="all",
+    )
+    b = estimate(mistral, s)
+    assert b.trainable_params == 3_407_872
+    assert b.adapters == 0
+    assert b.phase_parts["backward_start"][3] == pytest.approx(3_407_872, abs=1)
