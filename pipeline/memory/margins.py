@@ -12,7 +12,7 @@ PLAN_MARGINS: dict[str, float] = {
     "QLoRA (GPTQ int4)": 0.21,
     "QLoRA (GPTQ int4), sharded/parallel": 0.43,
     "QLoRA (NF4)": 0.25,
-    "QLoRA (NF4), paged/offloaded states": 0.05,
+    "QLoRA (NF4), paged/offloaded states": 0.13,
     "QLoRA (NF4), sharded/parallel": 0.22,
     "full": 0.13,
     "full, paged/offloaded states": 0.62,
