@@ -226,10 +226,12 @@ class TrainingSetup(BaseModel):
     # HF Trainer hands mixed precision to DeepSpeed's engine: the model is cast to bf16/fp16 and
     # no torch.autocast region runs (accelerate enables native AMP only without DeepSpeed).
     deepspeed: bool = False
-    # DeepSpeed ZeRO-1/2 `reduce_bucket_size` (elements) and `overlap_comm`; defaults are
-    # DeepSpeed's own (5e8, off).
+    # DeepSpeed `reduce_bucket_size` (elements: ZeRO-1/2's gradient buckets, ZeRO-3's
+    # contiguous-gradient bucket), `overlap_comm` and ZeRO-3's `stage3_prefetch_bucket_size`;
+    # defaults are DeepSpeed's own (5e8, off, 5e7). HF's "auto" sets hidden^2 and 0.9 hidden^2.
     reduce_bucket_elements: float = Field(default=5e8, gt=0.0)
     overlap_comm: bool = False
+    prefetch_bucket_elements: float = Field(default=5e7, gt=0.0)
     variable_length: bool = False  # batch shapes vary (unpacked rows padded per batch)
     cuda_context_gib: float = Field(default=0.5, ge=0.0)
     allocator_reserve: float = Field(default=ALLOCATOR_RESERVE, ge=0.0)

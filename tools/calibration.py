@@ -166,7 +166,8 @@ def _setup_kwargs(
         kw |= _recompute_kwargs(str(r["grad_ckpt"]).lower(), source, assumptions)
     kw["attention"] = _attention(notes, torchtune, r.get("stack"))
     kw |= _loss_kwargs(notes, source, torchtune, kw.get("recompute"))
-    sharding = _sharding_kwargs(str(r["zero_or_fsdp"]), opt, n_gpus, notes, source)
+    hidden = get_model(_model_name(str(r["model"]))).hidden_size
+    sharding = _sharding_kwargs(str(r["zero_or_fsdp"]), opt, n_gpus, notes, source, hidden)
     if isinstance(sharding, str):
         return sharding
     kw |= sharding
@@ -299,7 +300,7 @@ def _loss_kwargs(notes: str, source: str, torchtune: bool, recompute: object) ->
 
 
 def _sharding_kwargs(
-    zero_raw: str, opt: str, n_gpus: int, notes: str, source: str
+    zero_raw: str, opt: str, n_gpus: int, notes: str, source: str, hidden: int
 ) -> dict[str, object] | str:
     """ZeRO stage, DP/TP/PP degrees, CPU offload and DeepSpeed, from the zero_or_fsdp column."""
     z = zero_raw.lower()
@@ -317,18 +318,22 @@ def _sharding_kwargs(
         kw["offload"] = "all"
     kw["deepspeed"] = "deepspeed" in z
     if kw["deepspeed"]:
-        kw |= _deepspeed_buckets(notes, source)
+        kw |= _deepspeed_buckets(notes, source, kw.get("zero"), hidden)
     return kw
 
 
-def _deepspeed_buckets(notes: str, source: str) -> dict[str, object]:
-    """ZeRO-1/2 bucket settings: as stated, else the framework's shipped config."""
-    shipped = DEEPSPEED_CONFIGS.get(source_key(source), (5e8, False))
+def _deepspeed_buckets(notes: str, source: str, zero: object, hidden: int) -> dict[str, object]:
+    """DeepSpeed bucket settings: as stated, else the framework's shipped config for the stage
+    (HF's "auto": reduce hidden^2, ZeRO-3 prefetch 0.9 hidden^2), else DeepSpeed's defaults."""
+    reduce, overlap_on, prefetch = DEEPSPEED_CONFIGS.get((source_key(source), zero), DS_DEFAULTS)
+    if reduce == "auto":
+        reduce, prefetch = hidden * hidden, int(0.9 * hidden * hidden)
     bucket = re.search(r"reduce_bucket_size[ =:]*(\d+(?:\.\d+)?e\d+)", notes)
     overlap = re.search(r"overlap_comm[ =:]*(true|false)", notes, re.IGNORECASE)
     return {
-        "reduce_bucket_elements": float(bucket.group(1)) if bucket else shipped[0],
-        "overlap_comm": overlap.group(1).lower() == "true" if overlap else shipped[1],
+        "reduce_bucket_elements": float(bucket.group(1)) if bucket else float(reduce),
+        "overlap_comm": overlap.group(1).lower() == "true" if overlap else overlap_on,
+        "prefetch_bucket_elements": float(prefetch),
     }
 
 
@@ -383,9 +388,15 @@ def _stack_kwargs(r: dict[str, object], source: str, assumptions: list[str]) -> 
     }
 
 
-# DeepSpeed ZeRO-1/2 (reduce_bucket_size, overlap_comm) of the config a framework's scripts pass
-# when a row does not state them: Qwen1's finetune/ds_config_zero2.json (2e8, true).
-DEEPSPEED_CONFIGS: dict[str, tuple[float, bool]] = {"qwenlm/qwen": (2e8, True)}
+# DeepSpeed (reduce_bucket_size, overlap_comm, stage3_prefetch_bucket_size) of the config a
+# framework's scripts pass, by ZeRO stage, when a row does not state them: Qwen1's
+# finetune/ds_config_zero2.json (2e8, true) and ds_config_zero3.json ("auto", true, "auto":
+# HF fills hidden^2 and 0.9 hidden^2); else DeepSpeed's defaults (5e8, false, 5e7).
+DEEPSPEED_CONFIGS: dict[tuple[str, object], tuple[float | str, bool, float | str]] = {
+    ("qwenlm/qwen", 2): (2e8, True, 5e7),
+    ("qwenlm/qwen", 3): ("auto", True, "auto"),
+}
+DS_DEFAULTS: tuple[float | str, bool, float | str] = (5e8, False, 5e7)
 
 
 # Since when a framework's compile option also compiles the loss (year, month the change merged):

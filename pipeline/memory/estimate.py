@@ -34,10 +34,12 @@ from .parallel import (
     fsdp1_root_unit_bytes,
     gathered_layer_bytes,
     gradient_stream_pool_bytes,
+    gradients_persist,
     micro_batches_in_flight,
     sharding_buffer_bytes,
     stage_params,
     weight_shards,
+    zero3_bucket_bytes,
 )
 from .params import ParamCounts, param_counts
 from .weights import base_weight_bytes, dequantized_linear_bytes, quant_bytes
@@ -89,7 +91,7 @@ def _explained(
     """Each moment's terms with their formulas, as `_step_moments` adds them up."""
     static = tuple(terms[k] for k in ("weights", "optimizer", "adapters", "buffers") if k in terms)
     static += (terms["paged_optimizer"],) if "paged_optimizer" in terms else ()
-    grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward
+    grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward or gradients_persist(s)
     g_fwd = terms["gradients"] if grads_alive else zero_term("gradients", "none before backward")
     held = (terms["held_output"],) if terms["held_output"].bytes else ()
     return {
@@ -169,7 +171,8 @@ def _placed(st: _States, s: TrainingSetup, gathered: float) -> _States:
     if s.offload == "optimizer" and s.deepspeed:
         st = replace(st, gradients=0.0)
     if s.offload == "all":
-        st = replace(st, weights=0.0, buffers=gathered, gradients=0.0, adapters=0.0)
+        buffers = gathered + (zero3_bucket_bytes(s) if s.deepspeed else 0.0)
+        st = replace(st, weights=0.0, buffers=buffers, gradients=0.0, adapters=0.0)
     return st
 
 
@@ -186,7 +189,7 @@ def _step_moments(
     layer's backward, and the optimizer step (unless it runs in backward). `loss`: the loss
     spike and the held output's logits (alive after it too)."""
     logits, held = loss
-    grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward
+    grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward or gradients_persist(s)
     g_fwd = st.gradients if grads_alive else 0.0
     static = st.weights + st.optimizer + st.adapters + st.buffers
     moments = {

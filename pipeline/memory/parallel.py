@@ -18,10 +18,9 @@ from schemas.memory import ModelSpec, TrainingSetup
 from .params import ParamCounts
 from .weights import kbit_upcast, quant_bytes
 
-# DeepSpeed defaults, in elements (16-bit): ZeRO-1/2 reduce and all-gather buckets, ZeRO-3
-# prefetch bucket.
+# ZeRO-1/2 reduce and all-gather buckets outside DeepSpeed, in 16-bit elements (DeepSpeed's
+# own buckets and ZeRO-3 prefetch bucket are TrainingSetup fields, DeepSpeed's defaults).
 ZERO_BUCKET_ELEMENTS = 5e8
-ZERO3_PREFETCH_ELEMENTS = 5e7
 
 
 @dataclass(frozen=True)
@@ -89,12 +88,30 @@ def gathered_layer_bytes(
     return 2 * layer_w + (pc.per_layer / s.tp * weight_bytes if full else 0.0)
 
 
+def zero3_bucket_bytes(s: TrainingSetup) -> float:
+    """DeepSpeed ZeRO-3's device buffers beyond the gathered layers, 16-bit elements x 2 B:
+    the prefetch bucket (`stage3_prefetch_bucket_size`, default 5e7) and the contiguous-gradient
+    bucket that stage3.py's `_setup_for_real_optimizer` allocates once when
+    `contiguous_gradients` (default true): `__ipg_bucket_flat_buffer =
+    torch.empty(reduce_bucket_size)` (default 5e8). (prefetch + reduce) x 2 B; HF's "auto"
+    makes them 0.9 hidden^2 and hidden^2."""
+    return (s.prefetch_bucket_elements + s.reduce_bucket_elements) * 2.0
+
+
+def gradients_persist(s: TrainingSetup) -> bool:
+    """DeepSpeed ZeRO-3 keeps its gradient partitions in one flat buffer allocated at init
+    (stage3.py `_setup_for_real_optimizer`: `grad_partitions_flat_buffer =
+    torch.zeros(sum(p.partition_numel()))` on the device unless the optimizer is offloaded),
+    so they are alive at every moment of the step, not only from backward to the step."""
+    return s.deepspeed and s.zero == 3 and data_shards(s) > 1
+
+
 def sharding_buffer_bytes(s: TrainingSetup, gathered: float, trainable: float) -> float:
-    """ZeRO-3 / FSDP: the gathered layers (plus DeepSpeed's prefetch bucket). ZeRO-1/2: reduce
-    and all-gather buckets of what trains."""
+    """ZeRO-3 / FSDP: the gathered layers (plus DeepSpeed's prefetch and contiguous-gradient
+    buckets). ZeRO-1/2: reduce and all-gather buckets of what trains."""
     shard = data_shards(s)
     if s.zero == 3 and shard > 1:
-        return gathered + ZERO3_PREFETCH_ELEMENTS * 2.0
+        return gathered + (zero3_bucket_bytes(s) if s.deepspeed else 0.0)
     if s.zero in (1, 2) and s.deepspeed:
         # DeepSpeed's ZeRO-1/2 optimizer allocates its contiguous-gradient (ipg) buffer at every
         # backward, `reduce_bucket_size` 16-bit elements whatever trains (one GPU too), and a

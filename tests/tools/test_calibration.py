@@ -163,6 +163,15 @@ def test_deepspeed_buckets_as_stated_else_the_frameworks_config() -> None:
     assert buckets("someone/else", "trainer run") == (5e8, False)  # DeepSpeed's defaults
     stated = "reduce_bucket_size 5e7, overlap_comm: false"
     assert buckets("QwenLM/Qwen README.md table", stated) == (5e7, False)
+    # ZeRO-3: Qwen1's ds_config_zero3.json leaves both buckets "auto", which HF's Trainer
+    # fills with hidden^2 and 0.9 hidden^2 (Qwen-7B: 4096^2 = 16,777,216; 15,099,494)
+    c = row_to_case(0, _row(source="QwenLM/Qwen README.md table", notes="finetune.py",
+                            zero_or_fsdp="DeepSpeed ZeRO-3", model="Qwen-7B"))  # fmt: skip
+    assert not isinstance(c, str)
+    assert (c.setup.reduce_bucket_elements, c.setup.prefetch_bucket_elements) == (
+        16_777_216,
+        15_099_494,
+    )
 
 
 def test_compiled_loss_parsed_where_the_framework_compiled_it() -> None:
