@@ -35,7 +35,10 @@ def overhead_terms(
     The caching allocator keeps free blocks per stream (CUDACachingAllocator: a cached block
     serves only allocations on the stream it was allocated on), so a pool another stream
     filled earlier in the step stays reserved while the compute stream peaks:
-    reserve += stream_pool_bytes (parallel.gradient_stream_pool_bytes)."""
+    reserve += stream_pool_bytes (parallel.gradient_stream_pool_bytes). At the step's
+    allocation peak, stream_pool_bytes is what the moment that reserves the most (its own
+    reserve and the other streams' pools counted) holds above this moment's allocated +
+    reserve (breakdown.peak_breakdown): the cache never shrinks within a run."""
     nccl = s.nccl_gib if s.nccl_gib is not None else (0.5 if s.world_size > 1 else 0.0)
     reserve = Term(
         "allocator_reserve",
