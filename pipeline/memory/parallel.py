@@ -1,11 +1,13 @@
 """What parallelism gives one device: its TP/PP share of the model, the ZeRO/FSDP sharding of
 its states over the data-parallel degree, and the buffers that sharding needs.
 
-Buffers: ZeRO-3/FSDP gather the current and the prefetched layer (plus DeepSpeed's 5e7-element
-prefetch bucket), DeepSpeed ZeRO-1/2's gradient buckets (reduce_bucket_size, two with
-overlap_comm, whatever trains), other ZeRO-1/2 reduce and all-gather buckets; FSDP1 under
-Lightning keeps a gradient shard for frozen base weights in a flat parameter that also holds
-adapters, and FSDP1 keeps its root unit unsharded through backward.
+Buffers: ZeRO-3/FSDP gather the current and the prefetched layer (plus DeepSpeed ZeRO-3's
+prefetch and contiguous-gradient buckets, and its gradient partitions alive throughout),
+DeepSpeed ZeRO-1/2's gradient buckets (reduce_bucket_size, two with overlap_comm, whatever
+trains), other ZeRO-1/2 reduce and all-gather buckets; FSDP1 under Lightning keeps a gradient
+shard for frozen base weights in a flat parameter that also holds adapters, and FSDP1 keeps its
+root unit unsharded through backward. FSDP's gradient shards sit in the reduce-scatter stream's
+pool of the caching allocator (gradient_stream_pool_bytes).
 """
 
 from __future__ import annotations
