@@ -226,10 +226,12 @@ class TrainingSetup(BaseModel):
     # HF Trainer hands mixed precision to DeepSpeed's engine: the model is cast to bf16/fp16 and
     # no torch.autocast region runs (accelerate enables native AMP only without DeepSpeed).
     deepspeed: bool = False
-    # DeepSpeed ZeRO-1/2 `reduce_bucket_size` (elements) and `overlap_comm`; defaults are
-    # DeepSpeed's own (5e8, off).
+    # DeepSpeed `reduce_bucket_size` (elements: ZeRO-1/2's gradient buckets, ZeRO-3's
+    # contiguous-gradient bucket), `overlap_comm` and ZeRO-3's `stage3_prefetch_bucket_size`;
+    # defaults are DeepSpeed's own (5e8, off, 5e7). HF's "auto" sets hidden^2 and 0.9 hidden^2.
     reduce_bucket_elements: float = Field(default=5e8, gt=0.0)
     overlap_comm: bool = False
+    prefetch_bucket_elements: float = Field(default=5e7, gt=0.0)
     variable_length: bool = False  # batch shapes vary (unpacked rows padded per batch)
     cuda_context_gib: float = Field(default=0.5, ge=0.0)
     allocator_reserve: float = Field(default=ALLOCATOR_RESERVE, ge=0.0)
@@ -315,9 +317,10 @@ class MemoryBreakdown(BaseModel):
     paged_optimizer: int = 0  # bitsandbytes paged states: unified memory, outside the allocator
     peak_phase: PeakPhase
     phases: dict[str, int]  # device total (with overhead) at each candidate moment
-    # (allocated, allocated within the step, loss buffers) per moment, without overheads: what
-    # the calibration needs to refit the allocator constants (not in the JSON)
-    phase_parts: dict[str, tuple[int, int, int]] = Field(default_factory=dict)
+    # (allocated, allocated within the step, loss buffers, other streams' cached pools) per
+    # moment, without overheads: what the calibration needs to refit the allocator constants
+    # (not in the JSON)
+    phase_parts: dict[str, tuple[int, int, int, int]] = Field(default_factory=dict)
     variable_length: bool = False
     components: dict[str, int]  # full size of every term, whether or not alive at the peak
     regime: str  # the calibration regime this setup belongs to (docs/calibration.md)

@@ -47,6 +47,13 @@ def lora_states(m: ModelSpec, s: TrainingSetup, layers: int) -> LoraStates:
     )
 
 
+def trained_gradient_bytes(s: TrainingSetup, lora_params: float) -> float:
+    """The adapters' gradient shards per device: lora_params x adapter_bytes / data_shards
+    (adapter_bytes 2 in pure bf16, else 4; the same dtype as the adapters, lora_states)."""
+    a_b = 2.0 if s.precision == "bf16" else 4.0
+    return lora_params * a_b / data_shards(s)
+
+
 def trainable_embeddings(s: TrainingSetup, params: float) -> tuple[float, OptimizerStates]:
     """modules_to_save: a trainable copy of the embedding and lm_head (`params`) in the base
     dtype, its moments in that dtype too: (weight bytes, their gradients and states)."""

@@ -26,28 +26,28 @@ def peak_breakdown(
     moments: dict[str, dict[str, float]],
     paged: float = 0.0,
     explain: dict[str, tuple[Term, ...]] | None = None,
+    stream_pool: dict[str, float] | None = None,
 ) -> MemoryBreakdown:
     """`static`: bytes alive at every moment; `moments`: each moment's other terms;
     `components`: each term at its largest; `paged`: paged optimizer states; `explain`: each
-    moment's terms with their formulas (the overheads are added here)."""
-    phases: dict[str, int] = {}
-    parts: dict[str, tuple[int, int, int]] = {}
-    best: tuple[float, str, dict[str, float], float, float] | None = None
-    for name, terms in moments.items():
-        allocated = static + sum(terms.values())
-        dynamic, shaped = sum(terms.values()), shaped_of(terms)
-        parts[name] = (int(allocated), int(dynamic), int(shaped))
-        reserve, fixed = overhead_bytes(s, dynamic, shaped)
-        fixed += paged
-        phases[name] = int(allocated + reserve + fixed)
-        if best is None or allocated + reserve > best[0] + best[3]:
-            best = (allocated, name, terms, reserve, fixed)
-    assert best is not None
+    moment's terms with their formulas (the overheads are added here); `stream_pool`: per
+    moment, what other streams' pools keep cached then (parallel.gradient_stream_pool_bytes).
+
+    The peak is the moment with the most allocated + reserve. The cache never shrinks within
+    a run, so what is reserved then is the largest reserved of any moment, counting the other
+    streams' pools: reserve at the peak += max(0, max over moments m of (allocated_m +
+    reserve_m + stream_pool_m) - (allocated_peak + reserve_peak))."""
+    pools = stream_pool or {}
+    phases, parts, best, most_reserved = _moments(s, static, moments, paged, pools)
     allocated, phase, terms, reserve, fixed = best
+    carried = max(0.0, most_reserved - allocated - reserve)
+    reserve += carried
     name = regime(s)
     explained = (explain or {}).get(phase, ())
     if explained:
-        reserve_term, context_term = overhead_terms(s, sum(terms.values()), shaped_of(terms))
+        reserve_term, context_term = overhead_terms(
+            s, sum(terms.values()), shaped_of(terms), carried
+        )
         explained += (reserve_term, context_term)
     return MemoryBreakdown(
         model=m.name,
@@ -76,6 +76,36 @@ def peak_breakdown(
         total_bytes=int(allocated + reserve + fixed),
         explain=explained,
     )
+
+
+_Peak = tuple[float, str, dict[str, float], float, float]
+
+
+def _moments(
+    s: TrainingSetup,
+    static: float,
+    moments: dict[str, dict[str, float]],
+    paged: float,
+    pools: dict[str, float],
+) -> tuple[dict[str, int], dict[str, tuple[int, int, int, int]], _Peak, float]:
+    """Each moment's device total and parts, the peak moment (allocated, name, terms, reserve,
+    context + paged) and the most any moment reserves with other streams' pools."""
+    phases: dict[str, int] = {}
+    parts: dict[str, tuple[int, int, int, int]] = {}
+    best: _Peak | None = None
+    most_reserved = 0.0
+    for name, terms in moments.items():
+        allocated = static + sum(terms.values())
+        dynamic, shaped, pool = sum(terms.values()), shaped_of(terms), pools.get(name, 0.0)
+        parts[name] = (int(allocated), int(dynamic), int(shaped), int(pool))
+        reserve, fixed = overhead_bytes(s, dynamic, shaped)
+        fixed += paged
+        phases[name] = int(allocated + reserve + pool + fixed)
+        most_reserved = max(most_reserved, allocated + reserve + pool)
+        if best is None or allocated + reserve > best[0] + best[3]:
+            best = (allocated, name, terms, reserve, fixed)
+    assert best is not None
+    return phases, parts, best, most_reserved
 
 
 def shaped_of(terms: dict[str, float]) -> float:

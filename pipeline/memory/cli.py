@@ -47,6 +47,7 @@ _FLAGS = {
     "grad_accum_steps": "--grad-accum",
     "recompute_modules": "--recompute",
     "reduce_bucket_elements": "--reduce-bucket-size",
+    "prefetch_bucket_elements": "--prefetch-bucket-size",
 }
 
 _LORA_ALIASES = {"all": ALL_LINEAR, "all-linear": ALL_LINEAR, "attn": ALL_LINEAR[:4]}
@@ -170,7 +171,16 @@ def _add_parallel_arguments(parser: argparse.ArgumentParser, d: TrainingSetup) -
         type=float,
         default=d.reduce_bucket_elements,
         metavar="ELEMENTS",
-        help="DeepSpeed ZeRO-1/2 reduce_bucket_size of your ds_config (its gradient bucket)",
+        help="DeepSpeed reduce_bucket_size of your ds_config (ZeRO-1/2's gradient buckets, "
+        "ZeRO-3's contiguous-gradient bucket; HF's auto: hidden^2)",
+    )
+    parser.add_argument(
+        "--prefetch-bucket-size",
+        type=float,
+        default=d.prefetch_bucket_elements,
+        metavar="ELEMENTS",
+        help="DeepSpeed ZeRO-3 stage3_prefetch_bucket_size of your ds_config (HF's auto: "
+        "0.9 hidden^2)",
     )
     parser.add_argument(
         "--overlap-comm",
@@ -332,6 +342,7 @@ def setup_from_args(args: argparse.Namespace) -> TrainingSetup:
         compile_loss=args.compile_loss,
         deepspeed=offload["deepspeed"],
         reduce_bucket_elements=args.reduce_bucket_size,
+        prefetch_bucket_elements=args.prefetch_bucket_size,
         overlap_comm=args.overlap_comm,
         hf_reentrant_checkpointing=not args.no_reentrant,
         zero=offload.get("zero", 3 if args.fsdp else args.zero),

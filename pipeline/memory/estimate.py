@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 from schemas.memory import MemoryBreakdown, ModelSpec, Term, TrainingSetup, zero_term
 
 from .activations import StageActivations, stage_activations
-from .adapters import lora_states, trainable_embeddings
+from .adapters import lora_states, trainable_embeddings, trained_gradient_bytes
 from .breakdown import peak_breakdown
 from .explain import state_terms
 from .gpus import Gpu
 from .inference import inference_breakdown
-from .logits import logits_bytes, logits_term
+from .logits import held_output_bytes, held_output_term, logits_bytes, logits_term
 from .optimizer import (
     OptimizerStates,
     applied_in_backward,
@@ -33,10 +33,13 @@ from .parallel import (
     fsdp1_frozen_gradient_shards,
     fsdp1_root_unit_bytes,
     gathered_layer_bytes,
+    gradient_stream_pool_bytes,
+    gradients_persist,
     micro_batches_in_flight,
     sharding_buffer_bytes,
     stage_params,
     weight_shards,
+    zero3_bucket_bytes,
 )
 from .params import ParamCounts, param_counts
 from .weights import base_weight_bytes, dequantized_linear_bytes, quant_bytes
@@ -54,6 +57,7 @@ class _States:
     adapters: float
     buffers: float = 0.0
     paged: float = 0.0  # paged optimizer states, outside the allocator
+    grad_shards: float = 0.0  # sharded gradients of what trains, before any offload
 
 
 def estimate(m: ModelSpec, s: TrainingSetup) -> MemoryBreakdown:
@@ -72,11 +76,13 @@ def _train_stage(m: ModelSpec, s: TrainingSetup, stage: str) -> MemoryBreakdown:
     in_flight = micro_batches_in_flight(s, stage)
     acts = stage_activations(m, s, part.layers, in_flight, part.has_head)
     logits = logits_bytes(m, s) if part.has_head else 0.0
+    held = held_output_bytes(m, s) if part.has_head else 0.0
     terms = state_terms(m, s, pc, part, states.trainable)
-    terms["logits_and_loss"] = (
-        logits_term(m, s) if part.has_head else zero_term("logits_and_loss", "no head here")
-    )
-    return _step_moments(m, s, pc, states, acts, logits, _explained(s, terms, acts))
+    no_head = zero_term("logits_and_loss", "no head here")
+    terms["logits_and_loss"] = logits_term(m, s) if part.has_head else no_head
+    terms["held_output"] = held_output_term(m, s) if part.has_head else no_head
+    explain = _explained(s, terms, acts)
+    return _step_moments(m, s, pc, states, acts, (logits, held), explain)
 
 
 def _explained(
@@ -85,12 +91,13 @@ def _explained(
     """Each moment's terms with their formulas, as `_step_moments` adds them up."""
     static = tuple(terms[k] for k in ("weights", "optimizer", "adapters", "buffers") if k in terms)
     static += (terms["paged_optimizer"],) if "paged_optimizer" in terms else ()
-    grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward
+    grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward or gradients_persist(s)
     g_fwd = terms["gradients"] if grads_alive else zero_term("gradients", "none before backward")
+    held = (terms["held_output"],) if terms["held_output"].bytes else ()
     return {
         "backward_start": static + (g_fwd, acts.stored_term, terms["logits_and_loss"]),
-        "layer_backward": static + (g_fwd, acts.layer_backward_term),
-        "optimizer_step": static + (terms["gradients"], terms["optimizer_step_temp"]),
+        "layer_backward": static + (g_fwd, acts.layer_backward_term) + held,
+        "optimizer_step": static + (terms["gradients"], terms["optimizer_step_temp"]) + held,
     }
 
 
@@ -105,7 +112,9 @@ def _model_states(m: ModelSpec, s: TrainingSetup, pc: ParamCounts, part: StagePa
     if quant is not None:  # one linear dequantized
         buffers += dequantized_linear_bytes(pc, s.tp)
     gradients = states.gradients + fsdp1_frozen_gradient_shards(s, base_w)
-    states = _placed(replace(states, gradients=gradients, buffers=buffers), s, gathered)
+    shards = gradients + trained_gradient_bytes(s, states.trainable if s.method != "full" else 0)
+    states = replace(states, gradients=gradients, buffers=buffers, grad_shards=shards)
+    states = _placed(states, s, gathered)
     return replace(states, buffers=states.buffers + fsdp1_root_unit_bytes(s, pc, part, w_b))
 
 
@@ -146,13 +155,14 @@ def _placed(st: _States, s: TrainingSetup, gathered: float) -> _States:
     the gradients on the device.
 
     offload="all" (FSDP CPUOffload(offload_params=True); DeepSpeed ZeRO-3 offload_param with
-    offload_optimizer): the base parameter shards, their gradients and optimizer states live on
-    the host and the optimizer steps there. The device holds the gathered units in flight (the
-    current and the prefetched layer, and the current one's unsharded gradient before its
-    reduce-scatter and copy to the host: gathered_layer_bytes), FSDP1's root unit
-    (fsdp1_root_unit_bytes), the activations and the loss. LoRA adapters with their states are
-    still counted on the device (moving them to the host puts the calibration's FSDP-offload
-    QLoRA row, Answer.AI 70B, 17 % under: what else stays there is not yet modelled).
+    offload_optimizer): the parameter shards (LoRA adapters' too: they are flat parameters of
+    their own units), their gradients and optimizer states live on the host and the optimizer
+    steps there. The device holds the gathered units in flight (the current and the prefetched
+    layer, and the current one's unsharded gradient before its reduce-scatter and copy to the
+    host: gathered_layer_bytes), FSDP1's root unit (fsdp1_root_unit_bytes), the activations and
+    the loss, and under FSDP the sharded gradients the reduce-scatter wrote on the device
+    (`_saved_grad_shard`, kept until the end of backward after their copy to `_cpu_grad`), in
+    the reduce-scatter stream's pool (parallel.gradient_stream_pool_bytes).
     """
     if s.optimizer.startswith("paged"):
         st = replace(st, paged=st.optimizer, optimizer=0.0, step_temp=0.0)
@@ -161,7 +171,8 @@ def _placed(st: _States, s: TrainingSetup, gathered: float) -> _States:
     if s.offload == "optimizer" and s.deepspeed:
         st = replace(st, gradients=0.0)
     if s.offload == "all":
-        st = replace(st, weights=0.0, buffers=gathered, gradients=0.0)
+        buffers = gathered + (zero3_bucket_bytes(s) if s.deepspeed else 0.0)
+        st = replace(st, weights=0.0, buffers=buffers, gradients=0.0, adapters=0.0)
     return st
 
 
@@ -171,20 +182,28 @@ def _step_moments(
     pc: ParamCounts,
     st: _States,
     acts: StageActivations,
-    logits: float,
+    loss: tuple[float, float],
     explain: dict[str, tuple[Term, ...]],
 ) -> MemoryBreakdown:
     """The moments of a training step that can peak: the start of backward (the loss spike), a
-    layer's backward, and the optimizer step (unless it runs in backward)."""
-    grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward
+    layer's backward, and the optimizer step (unless it runs in backward). `loss`: the loss
+    spike and the held output's logits (alive after it too)."""
+    logits, held = loss
+    grads_alive = s.grad_accum_steps > 1 or s.optimizer_in_backward or gradients_persist(s)
     g_fwd = st.gradients if grads_alive else 0.0
     static = st.weights + st.optimizer + st.adapters + st.buffers
     moments = {
         "backward_start": dict(gradients=g_fwd, activations=acts.stored, logits_and_loss=logits),
-        "layer_backward": dict(gradients=g_fwd, activations=acts.layer_backward),
+        "layer_backward": dict(
+            gradients=g_fwd, activations=acts.layer_backward, logits_and_loss=held
+        ),
     }
     if not s.optimizer_in_backward:
-        moments["optimizer_step"] = dict(gradients=st.gradients, optimizer_step_temp=st.step_temp)
+        moments["optimizer_step"] = dict(
+            gradients=st.gradients, optimizer_step_temp=st.step_temp, logits_and_loss=held
+        )
+    pool = gradient_stream_pool_bytes(s, st.grad_shards if s.offload == "all" else st.gradients)
+    pools = {k: max(0.0, pool - v.get("gradients", 0.0)) for k, v in moments.items()}
     components = dict(
         weights=st.weights,
         gradients=st.gradients,
@@ -195,7 +214,9 @@ def _step_moments(
         adapters=st.adapters,
         buffers=st.buffers,
     )
-    return peak_breakdown(m, s, pc, st.trainable, static, components, moments, st.paged, explain)
+    return peak_breakdown(
+        m, s, pc, st.trainable, static, components, moments, st.paged, explain, pools
+    )
 
 
 def fits(

@@ -21,6 +21,7 @@ from .parallel import (
     gradient_shards,
     sharding_buffer_bytes,
     weight_shards,
+    zero3_bucket_bytes,
 )
 from .params import ParamCounts
 from .weights import base_weight_bytes, dequantized_linear_bytes, quant_bytes, weights_term
@@ -113,6 +114,8 @@ def placed_terms(terms: dict[str, Term], s: TrainingSetup) -> dict[str, Term]:
         out["optimizer_step_temp"] = zero_term("optimizer_step_temp", "steps on the host")
     if (s.offload == "optimizer" and s.deepspeed) or s.offload == "all":
         out["gradients"] = zero_term("gradients", "copied to the host as reduced")
+    if s.offload == "all" and "adapters" in out:
+        out["adapters"] = zero_term("adapters", "parameter offload: adapter shards on the host")
     return out
 
 
@@ -121,7 +124,9 @@ def buffers_term(s: TrainingSetup, pc: ParamCounts, part: StageParams, trainable
     w_b = state_bytes_per_param(s)[0]
     quant = quant_bytes(s)
     gathered = gathered_layer_bytes(s, pc, quant, w_b)
-    sharding = gathered if s.offload == "all" else sharding_buffer_bytes(s, gathered, trainable)
+    sharding = sharding_buffer_bytes(s, gathered, trainable)
+    if s.offload == "all":
+        sharding = gathered + (zero3_bucket_bytes(s) if s.deepspeed else 0.0)
     dequant = dequantized_linear_bytes(pc, s.tp) if quant is not None and s.offload != "all" else 0
     root = fsdp1_root_unit_bytes(s, pc, part, w_b)
     inputs = {"sharding_buffers": sharding, "dequantized_linear": dequant, "fsdp1_root_unit": root}

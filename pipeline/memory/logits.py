@@ -46,11 +46,38 @@ def logits_bytes(m: ModelSpec, s: TrainingSetup) -> float:
         # A loop that keeps the model output through backward (`output = model(...)`, then
         # `output.loss.backward()`) also keeps its logits, which HF's Llama-style forward
         # returned upcast to fp32 (`logits.float()`); HF Trainer drops them in compute_loss.
-        held = (LOGIT_BYTES_HELD if m.logits_upcast else e) if s.output_held else 0.0
-        return tokens * v * (per_chunk + held)
+        return tokens * v * per_chunk + held_output_bytes(m, s)
     if loss == "chunked":
         return tokens * v * (LOGIT_BYTES_BF16_CHUNK + per_chunk / s.loss_chunks)
     return fused_linear_ce_bytes(m, s)
+
+
+def held_logit_bytes(m: ModelSpec, s: TrainingSetup) -> float:
+    """Bytes per logit of a model output the loop holds: fp32 where the forward upcasts, else
+    the logits' dtype; none unless `output_held` and the standard, uncompiled loss returns
+    the logits tensor."""
+    if not s.output_held or effective_loss(s) != "standard" or s.compile_loss:
+        return 0.0
+    return LOGIT_BYTES_HELD if m.logits_upcast else (4.0 if s.precision == "fp32" else 2.0)
+
+
+def held_output_bytes(m: ModelSpec, s: TrainingSetup) -> float:
+    """The held model output's logits: tokens x vocab_per_device x held_logit_bytes. The loop
+    drops the output only after the optimizer step (Answer.AI's train.py: `output = None`
+    after `optimizer.step()`), so they are alive at every moment of the step after the
+    forward: the loss spike, each layer's backward and the optimizer step."""
+    return s.tokens * (m.vocab_size / s.tp) * held_logit_bytes(m, s)
+
+
+def held_output_term(m: ModelSpec, s: TrainingSetup) -> Term:
+    """`held_output_bytes` with its formula (the logits alive after the loss spike)."""
+    inputs = {
+        "tokens": s.tokens,
+        "vocab_per_device": m.vocab_size / s.tp,
+        "held_bytes_per_logit": held_logit_bytes(m, s),
+    }
+    formula = "tokens * vocab_per_device * held_bytes_per_logit"
+    return Term("logits_and_loss", formula, inputs, held_output_bytes(m, s))
 
 
 def effective_loss(s: TrainingSetup) -> str:

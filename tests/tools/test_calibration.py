@@ -163,6 +163,15 @@ def test_deepspeed_buckets_as_stated_else_the_frameworks_config() -> None:
     assert buckets("someone/else", "trainer run") == (5e8, False)  # DeepSpeed's defaults
     stated = "reduce_bucket_size 5e7, overlap_comm: false"
     assert buckets("QwenLM/Qwen README.md table", stated) == (5e7, False)
+    # ZeRO-3: Qwen1's ds_config_zero3.json leaves both buckets "auto", which HF's Trainer
+    # fills with hidden^2 and 0.9 hidden^2 (Qwen-7B: 4096^2 = 16,777,216; 15,099,494)
+    c = row_to_case(0, _row(source="QwenLM/Qwen README.md table", notes="finetune.py",
+                            zero_or_fsdp="DeepSpeed ZeRO-3", model="Qwen-7B"))  # fmt: skip
+    assert not isinstance(c, str)
+    assert (c.setup.reduce_bucket_elements, c.setup.prefetch_bucket_elements) == (
+        16_777_216,
+        15_099_494,
+    )
 
 
 def test_compiled_loss_parsed_where_the_framework_compiled_it() -> None:
@@ -193,15 +202,18 @@ def test_headline_figures_reached_leave_one_repository_out(report) -> None:  # t
     # the 16-bit Qwen1 loss and compiled losses took p90 from 28.9 % to 23.9 %; DeepSpeed's
     # gradient buckets sized by reduce_bucket_size, not by what trains, to 23.7 % and 11.7 %;
     # FSDP1's held layer-input gradients (frozen units, reentrant checkpointing) to 23.2 % and
-    # 6.8 %
+    # 6.8 %; FSDP's gradient shards cached in the reduce-scatter stream's pool lifted the
+    # over-estimated sharded full fine-tunes (torchtitan, torchtune 70B) to p90 23.3 %; without
+    # the DeepSpeed prefetch bucket FSDP had been charged, Answer.AI's 7B LoRA at 512 tokens
+    # fell to -10.5 %: 19 rows (7.2 %), p90 23.3 %
     head = summarize(report["loro"])
     assert head["median_ape"] <= 0.085, head
-    assert head["p90_ape"] <= 0.233, head
-    assert head["under_10"] <= 0.07, head
-    # no bias: 6.9 %, 19.4 % (the median was 7.6 % while long-sequence over-estimates offset the
+    assert head["p90_ape"] <= 0.234, head
+    assert head["under_10"] <= 0.072, head
+    # no bias: 7.1 %, 19.5 % (the median was 7.6 % while long-sequence over-estimates offset the
     # constant under-estimates; see the report's notes)
     expected = summarize(report["loro"], "err_expected")
-    assert expected["median_ape"] <= 0.072 and expected["p90_ape"] <= 0.195, expected
+    assert expected["median_ape"] <= 0.072 and expected["p90_ape"] <= 0.197, expected
     # every fold's bias was fitted without the held-out source and kept the median cap
     assert all(0.0 <= c[2] <= 0.2 for c in report["loro_constants"].values())
 

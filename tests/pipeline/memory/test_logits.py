@@ -74,3 +74,15 @@ def test_qwen1_loss_stays_16bit_under_deepspeed() -> None:
     assert estimate(qwen1, eager).logits_and_loss == 4096 * 151936 * 12
     # a model that upcasts its logits keeps the fp32 loss under DeepSpeed too
     assert estimate(QWEN7, s).logits_and_loss == 4096 * 152064 * 12
+
+
+def test_a_held_output_keeps_its_logits_through_backward_and_the_step() -> None:
+    # Answer.AI's train.py drops the output only after optimizer.step(): Llama-2-7B (its forward
+    # upcasts the logits to fp32), 512 tokens x 32,000 vocabulary x 4 B = 65,536,000 B alive
+    # at the loss spike, at each layer's backward and at the optimizer step.
+    llama = get_model("llama-2-7b")
+    s = TrainingSetup(method="lora", seq_len=512)
+    plain = estimate(llama, s).phase_parts
+    held = estimate(llama, s.model_copy(update={"output_held": True})).phase_parts
+    for moment in ("backward_start", "layer_backward", "optimizer_step"):
+        assert held[moment][0] - plain[moment][0] == pytest.approx(65_536_000, abs=2), moment
